@@ -1,0 +1,132 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Var is one tunable: an environment variable with a default and a parser.
+type Var[T any] struct {
+	Name    string // environment variable, e.g. "MSCCLPP_BOOTSTRAP_TIMEOUT"
+	Default T
+	Doc     string // one line for docs/CONFIG.md
+	parse   func(string) (T, error)
+
+	once       sync.Once
+	val        T
+	overridden bool        // the environment set a valid value
+	announced  atomic.Bool // the override was logged
+
+	// override, when set, wins over the environment (for example mscclppSetBootstrapConnTimeout).
+	override atomic.Pointer[T]
+}
+
+// Get returns the override if one was set, else the environment's value, else the default.
+// A malformed environment value falls back to the default with a WARN log naming the variable.
+func (v *Var[T]) Get() T {
+	if o := v.override.Load(); o != nil {
+		return *o
+	}
+	var parseErr error
+	v.once.Do(func() {
+		v.val = v.Default
+		raw, ok := os.LookupEnv(v.Name)
+		if !ok || raw == "" {
+			return
+		}
+		parsed, err := v.parse(raw)
+		if err != nil {
+			parseErr = fmt.Errorf("ignoring %s=%q: %w", v.Name, raw, err)
+			return
+		}
+		v.val, v.overridden = parsed, true
+	})
+	// Log outside once.Do: the log handler itself reads MSCCLPP_DEBUG through a Var, and logging
+	// from inside the Once would re-enter it.
+	if parseErr != nil {
+		slog.Warn("malformed environment variable", "err", parseErr)
+	} else if v.overridden && v.announced.CompareAndSwap(false, true) {
+		slog.Info("environment override", "var", v.Name, "value", v.val)
+	}
+	return v.val
+}
+
+// Set overrides the environment and default for the rest of the process.
+func (v *Var[T]) Set(x T) { v.override.Store(&x) }
+
+// Reset drops an override set by Set and forgets the cached environment value (tests use it).
+func (v *Var[T]) Reset() {
+	v.override.Store(nil)
+	v.once = sync.Once{}
+	v.overridden = false
+	v.announced.Store(false)
+}
+
+// Describe returns "NAME (default D): doc", the line docs/CONFIG.md carries for it.
+func (v *Var[T]) Describe() string {
+	return fmt.Sprintf("%s (default %v): %s", v.Name, v.Default, v.Doc)
+}
+
+func parseSeconds(s string) (time.Duration, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 {
+		return 0, fmt.Errorf("timeout must be a positive number of seconds, got %d", n)
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+func parseString(s string) (string, error) { return strings.TrimSpace(s), nil }
+
+// Level names accepted by MSCCLPP_DEBUG, from quietest to loudest.
+const (
+	LevelWarn  = "WARN"
+	LevelInfo  = "INFO"
+	LevelTrace = "TRACE"
+)
+
+func parseLevel(s string) (string, error) {
+	switch u := strings.ToUpper(strings.TrimSpace(s)); u {
+	case LevelWarn, LevelInfo, LevelTrace:
+		return u, nil
+	case "VERSION", "ERROR":
+		// NCCL-style values users may carry over; treat as the quietest level.
+		return LevelWarn, nil
+	default:
+		return "", fmt.Errorf("want WARN, INFO or TRACE")
+	}
+}
+
+// The library's tunables. Every MSCCLPP_* variable read anywhere is declared here.
+var (
+	Debug = &Var[string]{
+		Name: "MSCCLPP_DEBUG", Default: LevelWarn, parse: parseLevel,
+		Doc: "log level: WARN, INFO or TRACE",
+	}
+	BootstrapTimeout = &Var[time.Duration]{
+		Name: "MSCCLPP_BOOTSTRAP_TIMEOUT", Default: 30 * time.Second, parse: parseSeconds,
+		Doc: "seconds a bootstrap step (join, send, receive, all-gather, barrier) may take before it fails; mscclppSetBootstrapConnTimeout overrides it",
+	}
+	SocketIfname = &Var[string]{
+		Name: "MSCCLPP_SOCKET_IFNAME", Default: "", parse: parseString,
+		Doc: "network interface whose address each rank listens on and advertises; empty picks the first non-loopback interface that is up, else loopback",
+	}
+)
+
+// Describer is what docs generation and the docs test need of a Var.
+type Describer interface {
+	Describe() string
+}
+
+// All lists every tunable, in the order docs/CONFIG.md shows them.
+func All() []Describer {
+	return []Describer{Debug, BootstrapTimeout, SocketIfname}
+}
