@@ -1,0 +1,108 @@
+# libmscclpp: build, test and install. `make help` lists the targets.
+
+GO      ?= go
+NVCC    ?= nvcc
+MPICXX  ?= mpicxx
+CXX     ?= g++
+PREFIX  ?= /usr/local
+BUILD   := build
+ABS_BUILD := $(abspath $(BUILD))
+
+LIB      := $(BUILD)/lib/libmscclpp.so
+PC       := $(BUILD)/lib/pkgconfig/mscclpp.pc
+HEADERS  := $(wildcard include/*.h include/mscclpp/*.h)
+GO_SRC   := go.mod go.sum $(shell find . -name '*.go' -not -path './build/*' -not -name '*_test.go') $(wildcard capi/*.h)
+
+# mpirun refuses to run as root unless told; the examples need more ranks than CI has cores.
+MPIRUN       ?= mpirun
+MPIRUN_FLAGS := --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root) \
+	--mca btl self,vader --mca btl_vader_single_copy_mechanism none
+NP           ?= 4
+
+# Examples are built against build/ only, through the pkg-config file there.
+PKG          := PKG_CONFIG_PATH=$(ABS_BUILD)/lib/pkgconfig pkg-config mscclpp
+EXAMPLES     := $(BUILD)/examples/bootstrap
+TEST_BINS    := $(BUILD)/tests/refusals
+
+.PHONY: all lib headers pkgconfig install deps test vet gotest fuzz abi-check examples \
+	examples-test capi-test mpi-gotest clean help
+
+all: lib headers pkgconfig ## build libmscclpp.so, the public headers and the pkg-config file
+
+lib: $(LIB)
+
+$(LIB): $(GO_SRC)
+	@mkdir -p $(BUILD)/lib $(BUILD)/cgo
+	$(GO) build -buildmode=c-shared -trimpath \
+		-ldflags='-extldflags=-Wl,-soname,libmscclpp.so' -o $@ ./capi
+	@# cgo writes the header of the exports next to the library; it is not a public header.
+	@mv $(BUILD)/lib/libmscclpp.h $(BUILD)/cgo/libmscclpp_cgo.h
+
+headers: $(HEADERS)
+	@mkdir -p $(BUILD)/include
+	cp -r include/. $(BUILD)/include/
+
+pkgconfig: $(PC)
+
+$(PC): scripts/mscclpp.pc.in
+	@mkdir -p $(dir $@)
+	sed 's|@PREFIX@|$(ABS_BUILD)|' $< > $@
+
+install: all ## install into PREFIX (default /usr/local)
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/
+	cp -r include/. $(DESTDIR)$(PREFIX)/include/
+	sed 's|@PREFIX@|$(PREFIX)|' scripts/mscclpp.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mscclpp.pc
+
+deps: ## install CUDA 11.8 (nvcc, cuda.h, libcuda), OpenMPI and build tools on Debian 12
+	./scripts/deps.sh
+
+# ---------------------------------------------------------------------------------------------
+# Tests that need no GPU. `make test` is what CI runs.
+
+test: vet gotest fuzz abi-check capi-test examples-test mpi-gotest ## everything that needs no GPU
+	@echo "make test: all passed"
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	$(GO) vet ./...
+
+gotest:
+	$(GO) test -race -count=1 ./...
+
+FUZZTIME ?= 5s
+fuzz: ## run each fuzz target briefly
+	@for target in $$($(GO) test -list '^Fuzz' ./core/bootstrap | grep '^Fuzz'); do \
+		echo "fuzz $$target for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) ./core/bootstrap || exit 1; \
+	done
+
+abi-check: ## the legacy header's sizes, offsets, enums and macros, compiled by g++ and nvcc
+	./tests/abi/run.sh
+
+$(BUILD)/examples/bootstrap: examples/mpi/bootstrap/main.cpp all
+	@mkdir -p $(dir $@)
+	$(MPICXX) -std=c++17 -O2 -Wall -Wextra $< $$($(PKG) --cflags --libs) -o $@
+
+$(BUILD)/tests/refusals: tests/capi/refusals.cpp all
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O2 -Wall -Wextra $< $$($(PKG) --cflags --libs) -o $@
+
+examples: $(EXAMPLES) ## build the C/C++ examples against build/
+
+capi-test: $(TEST_BINS) ## C ABI refusals, log handler and error strings, from a C++ program
+	$(BUILD)/tests/refusals
+
+examples-test: examples ## run the examples under mpirun with $(NP) ranks
+	./examples/mpi/bootstrap/run.sh $(BUILD)/examples/bootstrap $(NP) "$(MPIRUN) $(MPIRUN_FLAGS)"
+
+mpi-gotest: ## the Go bootstrap test with the unique id shared through MPI (gompi)
+	@mkdir -p $(BUILD)/tests
+	$(GO) test -c -race -o $(BUILD)/tests/gompi_bootstrap.test ./examples/mpi/gompi
+	$(MPIRUN) $(MPIRUN_FLAGS) -np $(NP) $(BUILD)/tests/gompi_bootstrap.test -test.count=1
+
+clean:
+	rm -rf $(BUILD)
+
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'

@@ -1,0 +1,48 @@
+// Private to capi/: the C spelling of the types that the exported functions take and return, so
+// that cgo can read them (the public include/mscclpp.h is C++). Every value here must equal the
+// public header's; tests/capi/refusals.cpp, compiled against the public header, checks the
+// results these functions return.
+#ifndef MSCCLPP_CAPI_H_
+#define MSCCLPP_CAPI_H_
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum {
+  mscclppSuccess = 0,
+  mscclppUnhandledCudaError = 1,
+  mscclppSystemError = 2,
+  mscclppInternalError = 3,
+  mscclppInvalidArgument = 4,
+  mscclppInvalidUsage = 5,
+  mscclppRemoteError = 6,
+  mscclppInProgress = 7,
+  mscclppNumResults = 8
+} mscclppResult_t;
+
+#define MSCCLPP_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[MSCCLPP_UNIQUE_ID_BYTES];
+} mscclppUniqueId;
+
+// A communicator handle as C sees it: C-allocated, never dereferenced by C, looked up by address
+// in a Go table. The magic only helps someone reading a core dump.
+struct mscclppComm {
+  uint64_t magic;
+};
+typedef struct mscclppComm* mscclppComm_t;
+
+typedef void (*mscclppLogHandler_t)(const char* msg);
+
+// Go cannot call a C function pointer; these trampolines do.
+static inline void capiCallLogHandler(mscclppLogHandler_t handler, const char* msg) { handler(msg); }
+
+// Writes through C's stdout so that library lines interleave correctly with the program's printf.
+static inline void capiWriteStdout(const char* msg) {
+  fputs(msg, stdout);
+  fflush(stdout);
+}
+
+#endif  // MSCCLPP_CAPI_H_

@@ -1,0 +1,225 @@
+package main
+
+/*
+#include "capi.h"
+*/
+import "C"
+
+import (
+	"context"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/mscclpp-go/mscclpp/core"
+	"github.com/mscclpp-go/mscclpp/core/bootstrap"
+	"github.com/mscclpp-go/mscclpp/internal/config"
+)
+
+// Handle magics, for whoever reads a core dump; lookups go through the table, never the magic.
+const (
+	commLiveMagic      = 0x6d7363636c707063 // "msccl ppc"
+	commDestroyedMagic = 0xdeadc0de6d736363
+)
+
+// comms maps the C handles handed out to their Go communicators. A destroyed handle leaves the
+// table but its 8-byte C allocation is kept, so that the address is never reused for a later
+// communicator and a call with the stale handle is refused rather than misdirected.
+var comms = struct {
+	sync.Mutex
+	byHandle map[C.mscclppComm_t]*core.Comm
+}{byHandle: map[C.mscclppComm_t]*core.Comm{}}
+
+func registerComm(c *core.Comm) C.mscclppComm_t {
+	h := C.mscclppComm_t(C.calloc(1, C.sizeof_struct_mscclppComm))
+	if h == nil {
+		panic("calloc of a communicator handle failed")
+	}
+	h.magic = commLiveMagic
+	comms.Lock()
+	defer comms.Unlock()
+	comms.byHandle[h] = c
+	return h
+}
+
+func lookupComm(h C.mscclppComm_t) (*core.Comm, error) {
+	if h == nil {
+		return nil, invalidArg("communicator is NULL")
+	}
+	comms.Lock()
+	defer comms.Unlock()
+	c, ok := comms.byHandle[h]
+	if !ok {
+		return nil, invalidUsage("communicator %p is destroyed or was not created by this library", unsafe.Pointer(h))
+	}
+	return c, nil
+}
+
+func unregisterComm(h C.mscclppComm_t) (*core.Comm, error) {
+	c, err := lookupComm(h)
+	if err != nil {
+		return nil, err
+	}
+	comms.Lock()
+	defer comms.Unlock()
+	delete(comms.byHandle, h)
+	h.magic = commDestroyedMagic
+	return c, nil
+}
+
+func checkRanks(nranks, rank C.int) error {
+	if nranks < 1 {
+		return invalidArg("nranks is %d, want at least 1", nranks)
+	}
+	if rank < 0 || rank >= nranks {
+		return invalidArg("rank %d is out of range [0, %d)", rank, nranks)
+	}
+	return nil
+}
+
+//export mscclppGetUniqueId
+func mscclppGetUniqueId(uniqueID *C.mscclppUniqueId) C.mscclppResult_t {
+	return call("mscclppGetUniqueId", func() error {
+		if uniqueID == nil {
+			return invalidArg("uniqueId is NULL")
+		}
+		// The root serves the job in the background until every rank has joined or the
+		// bootstrap timeout passes; it needs no handle.
+		root, err := bootstrap.NewRoot(bootstrap.Options{})
+		if err != nil {
+			return err
+		}
+		id := root.ID()
+		C.memcpy(unsafe.Pointer(uniqueID), unsafe.Pointer(&id[0]), C.size_t(len(id)))
+		return nil
+	})
+}
+
+//export mscclppCommInitRank
+func mscclppCommInitRank(comm *C.mscclppComm_t, nranks C.int, ipPortPair *C.char, rank C.int) C.mscclppResult_t {
+	return call("mscclppCommInitRank", func() error {
+		if comm == nil {
+			return invalidArg("comm is NULL")
+		}
+		*comm = nil
+		if ipPortPair == nil {
+			return invalidArg("ipPortPair is NULL")
+		}
+		if err := checkRanks(nranks, rank); err != nil {
+			return err
+		}
+		c, err := core.InitRank(context.Background(), int(nranks), C.GoString(ipPortPair), int(rank))
+		if err != nil {
+			return err
+		}
+		*comm = registerComm(c)
+		return nil
+	})
+}
+
+//export mscclppCommInitRankFromId
+func mscclppCommInitRankFromId(comm *C.mscclppComm_t, nranks C.int, id C.mscclppUniqueId, rank C.int) C.mscclppResult_t {
+	return call("mscclppCommInitRankFromId", func() error {
+		if comm == nil {
+			return invalidArg("comm is NULL")
+		}
+		*comm = nil
+		if err := checkRanks(nranks, rank); err != nil {
+			return err
+		}
+		var goID bootstrap.UniqueID
+		C.memcpy(unsafe.Pointer(&goID[0]), unsafe.Pointer(&id.internal[0]), C.size_t(len(goID)))
+		c, err := core.InitRankFromID(context.Background(), int(nranks), goID, int(rank))
+		if err != nil {
+			return err
+		}
+		*comm = registerComm(c)
+		return nil
+	})
+}
+
+//export mscclppBootstrapAllGather
+func mscclppBootstrapAllGather(comm C.mscclppComm_t, data unsafe.Pointer, size C.int) C.mscclppResult_t {
+	return call("mscclppBootstrapAllGather", func() error {
+		c, err := lookupComm(comm)
+		if err != nil {
+			return err
+		}
+		if size < 0 {
+			return invalidArg("size is %d, want >= 0", size)
+		}
+		total := int(size) * c.Size()
+		if data == nil && total > 0 {
+			return invalidArg("data is NULL")
+		}
+		var buf []byte
+		if total > 0 {
+			buf = unsafe.Slice((*byte)(data), total)
+		}
+		return c.Bootstrap().AllGather(context.Background(), buf, int(size))
+	})
+}
+
+//export mscclppBootstrapBarrier
+func mscclppBootstrapBarrier(comm C.mscclppComm_t) C.mscclppResult_t {
+	return call("mscclppBootstrapBarrier", func() error {
+		c, err := lookupComm(comm)
+		if err != nil {
+			return err
+		}
+		return c.Bootstrap().Barrier(context.Background())
+	})
+}
+
+//export mscclppCommDestroy
+func mscclppCommDestroy(comm C.mscclppComm_t) C.mscclppResult_t {
+	return call("mscclppCommDestroy", func() error {
+		c, err := unregisterComm(comm)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+}
+
+//export mscclppCommRank
+func mscclppCommRank(comm C.mscclppComm_t, rank *C.int) C.mscclppResult_t {
+	return call("mscclppCommRank", func() error {
+		if rank == nil {
+			return invalidArg("rank is NULL")
+		}
+		c, err := lookupComm(comm)
+		if err != nil {
+			return err
+		}
+		*rank = C.int(c.Rank())
+		return nil
+	})
+}
+
+//export mscclppCommSize
+func mscclppCommSize(comm C.mscclppComm_t, size *C.int) C.mscclppResult_t {
+	return call("mscclppCommSize", func() error {
+		if size == nil {
+			return invalidArg("size is NULL")
+		}
+		c, err := lookupComm(comm)
+		if err != nil {
+			return err
+		}
+		*size = C.int(c.Size())
+		return nil
+	})
+}
+
+//export mscclppSetBootstrapConnTimeout
+func mscclppSetBootstrapConnTimeout(timeout C.int) C.mscclppResult_t {
+	return call("mscclppSetBootstrapConnTimeout", func() error {
+		if timeout <= 0 {
+			return invalidArg("timeout is %d s, want a positive number of seconds", timeout)
+		}
+		config.BootstrapTimeout.Set(time.Duration(timeout) * time.Second)
+		return nil
+	})
+}
+

@@ -1,0 +1,14 @@
+// Command capi is built with -buildmode=c-shared into libmscclpp.so. It is the only package with
+// //export functions, and it is thin: each export checks its arguments, converts them, calls the
+// Go packages, and maps the returned error to an mscclppResult_t through one switch (result.go).
+//
+// Rules every export follows:
+//   - No Go panic crosses into C: each export recovers and returns mscclppInternalError.
+//   - C never holds a Go pointer: a communicator handle is a small C allocation that a Go table
+//     maps to the Go communicator (comm.go).
+//   - A refused call logs its reason at WARN through the library's log handler.
+//
+// The exported names and signatures are those of include/mscclpp.h, the legacy MSCCL++ 0.1 API.
+package main
+
+func main() {}

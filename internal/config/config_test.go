@@ -1,0 +1,64 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDocsListEveryVariable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/CONFIG.md")
+	require.NoError(t, err)
+	for _, v := range All() {
+		name := strings.SplitN(v.Describe(), " ", 2)[0]
+		assert.Contains(t, string(doc), "`"+name+"`", "docs/CONFIG.md must document %s", name)
+	}
+}
+
+func TestTimeoutFromEnvironment(t *testing.T) {
+	tests := []struct {
+		env  string
+		want time.Duration
+	}{
+		{"", 30 * time.Second},
+		{"5", 5 * time.Second},
+		{" 12 ", 12 * time.Second},
+		{"0", 30 * time.Second},    // not positive: default
+		{"-3", 30 * time.Second},   // not positive: default
+		{"soon", 30 * time.Second}, // malformed: default
+	}
+	for _, tc := range tests {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv(BootstrapTimeout.Name, tc.env)
+			BootstrapTimeout.Reset()
+			t.Cleanup(BootstrapTimeout.Reset)
+			assert.Equal(t, tc.want, BootstrapTimeout.Get())
+		})
+	}
+}
+
+func TestSetOverridesEnvironment(t *testing.T) {
+	t.Setenv(BootstrapTimeout.Name, "5")
+	BootstrapTimeout.Reset()
+	t.Cleanup(BootstrapTimeout.Reset)
+	BootstrapTimeout.Set(2 * time.Second)
+	assert.Equal(t, 2*time.Second, BootstrapTimeout.Get())
+	BootstrapTimeout.Reset()
+	assert.Equal(t, 5*time.Second, BootstrapTimeout.Get())
+}
+
+func TestDebugLevels(t *testing.T) {
+	tests := map[string]string{"": LevelWarn, "info": LevelInfo, "TRACE": LevelTrace, "loud": LevelWarn, "VERSION": LevelWarn}
+	for env, want := range tests {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(Debug.Name, env)
+			Debug.Reset()
+			t.Cleanup(Debug.Reset)
+			assert.Equal(t, want, Debug.Get())
+		})
+	}
+}

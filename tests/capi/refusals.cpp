@@ -1,0 +1,143 @@
+// The C ABI seen from C++: every bad input is refused with the documented result code and a
+// logged reason, error strings exist for every code, the log handler receives the lines, and a
+// destroyed or foreign communicator handle is refused. One process, no MPI, no GPU.
+// Prints "capi refusals: N passed, M failed" and exits non-zero on any failure.
+#include <mscclpp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+int passed = 0, failed = 0;
+std::vector<std::string> logged;
+
+void captureLog(const char* msg) { logged.push_back(msg); }
+
+bool loggedContains(const std::string& needle) {
+  for (const auto& line : logged)
+    if (line.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+void expect(bool ok, const std::string& what) {
+  if (ok) {
+    passed++;
+  } else {
+    failed++;
+    std::printf("FAIL: %s\n", what.c_str());
+  }
+}
+
+void expectResult(mscclppResult_t got, mscclppResult_t want, const std::string& what) {
+  expect(got == want, what + ": got " + std::to_string(got) + " (" + mscclppGetErrorString(got) + "), want " +
+                          std::to_string(want));
+}
+
+// A refused call must also say why in the log.
+void expectRefused(mscclppResult_t got, mscclppResult_t want, const std::string& what, const std::string& reason) {
+  logged.clear();
+  expectResult(got, want, what);
+  expect(loggedContains(reason), what + ": log names the reason \"" + reason + "\"");
+}
+
+}  // namespace
+
+int main() {
+  // Error strings: one for every code, distinct, and a fallback for values outside the enum.
+  for (int r = mscclppSuccess; r <= mscclppNumResults; r++) {
+    const char* s = mscclppGetErrorString(static_cast<mscclppResult_t>(r));
+    expect(s != nullptr && std::strlen(s) > 0, "error string for " + std::to_string(r));
+  }
+  expect(std::strcmp(mscclppGetErrorString(mscclppSuccess), mscclppGetErrorString(mscclppInvalidArgument)) != 0,
+         "distinct error strings");
+  expect(std::strstr(mscclppGetErrorString(static_cast<mscclppResult_t>(1234)), "unknown") != nullptr,
+         "error string for an unknown code");
+
+  expectResult(mscclppSetLogHandler(nullptr), mscclppInvalidArgument, "mscclppSetLogHandler(NULL)");
+  expectResult(mscclppSetLogHandler(captureLog), mscclppSuccess, "mscclppSetLogHandler(capture)");
+
+  mscclppComm_t comm = nullptr;
+  expectRefused(mscclppGetUniqueId(nullptr), mscclppInvalidArgument, "mscclppGetUniqueId(NULL)", "uniqueId is NULL");
+  expectRefused(mscclppCommInitRank(nullptr, 2, "127.0.0.1:1", 0), mscclppInvalidArgument, "InitRank(comm NULL)",
+                "comm is NULL");
+  expectRefused(mscclppCommInitRank(&comm, 0, "127.0.0.1:1", 0), mscclppInvalidArgument, "InitRank(nranks 0)",
+                "nranks is 0");
+  expectRefused(mscclppCommInitRank(&comm, 2, "127.0.0.1:1", 2), mscclppInvalidArgument, "InitRank(rank 2 of 2)",
+                "rank 2 is out of range");
+  expectRefused(mscclppCommInitRank(&comm, 2, "127.0.0.1:1", -1), mscclppInvalidArgument, "InitRank(rank -1)",
+                "rank -1 is out of range");
+  expectRefused(mscclppCommInitRank(&comm, 2, nullptr, 0), mscclppInvalidArgument, "InitRank(address NULL)",
+                "ipPortPair is NULL");
+  for (const char* bad : {"", "no-port", "1.2.3.4", "1.2.3.4:notaport", "1.2.3.4:99999", "::1:80"}) {
+    logged.clear();
+    expectResult(mscclppCommInitRank(&comm, 2, bad, 1), mscclppInvalidArgument,
+                 std::string("InitRank(malformed address \"") + bad + "\")");
+    expect(comm == nullptr, std::string("comm stays NULL after a refused InitRank(\"") + bad + "\")");
+    expect(loggedContains(bad), std::string("log names the malformed address \"") + bad + "\"");
+  }
+
+  mscclppUniqueId id;
+  expectRefused(mscclppCommInitRankFromId(&comm, 1, id, 1), mscclppInvalidArgument, "InitRankFromId(rank 1 of 1)",
+                "out of range");
+  expectRefused(mscclppSetBootstrapConnTimeout(0), mscclppInvalidArgument, "SetBootstrapConnTimeout(0)",
+                "timeout is 0");
+
+  // Nobody listens at the root's address: after retrying until the timeout, a system error that
+  // names the address.
+  expectResult(mscclppSetBootstrapConnTimeout(1), mscclppSuccess, "SetBootstrapConnTimeout(1)");
+  logged.clear();
+  auto start = std::chrono::steady_clock::now();
+  expectResult(mscclppCommInitRank(&comm, 2, "127.0.0.1:9", 1), mscclppSystemError, "InitRank(unreachable root)");
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  expect(secs >= 0.5 && secs < 10, "unreachable root: gave up after the 1 s timeout (took " + std::to_string(secs) +
+                                       " s)");
+  expect(loggedContains("127.0.0.1:9"), "unreachable root: log names the address");
+
+  // A one-rank communicator, then every call on it, then on its destroyed handle.
+  expectResult(mscclppSetBootstrapConnTimeout(10), mscclppSuccess, "SetBootstrapConnTimeout(10)");
+  std::memset(&id, 0, sizeof(id));
+  expectResult(mscclppGetUniqueId(&id), mscclppSuccess, "mscclppGetUniqueId");
+  mscclppUniqueId zero;
+  std::memset(&zero, 0, sizeof(zero));
+  expect(std::memcmp(&id, &zero, sizeof(id)) != 0, "unique id is not all zeros");
+  expectResult(mscclppCommInitRankFromId(&comm, 1, id, 0), mscclppSuccess, "InitRankFromId(1 rank)");
+  int rank = -1, size = -1;
+  expectResult(mscclppCommRank(comm, &rank), mscclppSuccess, "CommRank");
+  expectResult(mscclppCommSize(comm, &size), mscclppSuccess, "CommSize");
+  expect(rank == 0 && size == 1, "rank 0 of 1");
+  expectRefused(mscclppCommRank(comm, nullptr), mscclppInvalidArgument, "CommRank(rank NULL)", "rank is NULL");
+  expectRefused(mscclppCommSize(comm, nullptr), mscclppInvalidArgument, "CommSize(size NULL)", "size is NULL");
+  char data[8] = "abcdefg";
+  expectResult(mscclppBootstrapAllGather(comm, data, sizeof(data)), mscclppSuccess, "AllGather(1 rank)");
+  expect(std::strcmp(data, "abcdefg") == 0, "1-rank all-gather leaves the data as it was");
+  expectResult(mscclppBootstrapAllGather(comm, nullptr, 0), mscclppSuccess, "AllGather(NULL, 0 bytes)");
+  expectRefused(mscclppBootstrapAllGather(comm, nullptr, 4), mscclppInvalidArgument, "AllGather(data NULL)",
+                "data is NULL");
+  expectRefused(mscclppBootstrapAllGather(comm, data, -1), mscclppInvalidArgument, "AllGather(size -1)",
+                "size is -1");
+  expectResult(mscclppBootstrapBarrier(comm), mscclppSuccess, "Barrier(1 rank)");
+  expectResult(mscclppCommDestroy(comm), mscclppSuccess, "CommDestroy");
+
+  expectRefused(mscclppCommDestroy(comm), mscclppInvalidUsage, "CommDestroy(destroyed)", "destroyed");
+  expectRefused(mscclppCommRank(comm, &rank), mscclppInvalidUsage, "CommRank(destroyed)", "destroyed");
+  expectRefused(mscclppBootstrapBarrier(comm), mscclppInvalidUsage, "Barrier(destroyed)", "destroyed");
+  expectRefused(mscclppBootstrapAllGather(comm, data, 1), mscclppInvalidUsage, "AllGather(destroyed)", "destroyed");
+  long notAComm[4] = {0, 0, 0, 0};
+  expectRefused(mscclppCommSize(reinterpret_cast<mscclppComm_t>(notAComm), &size), mscclppInvalidUsage,
+                "CommSize(foreign handle)", "not created by this library");
+  expectRefused(mscclppCommDestroy(nullptr), mscclppInvalidArgument, "CommDestroy(NULL)", "communicator is NULL");
+  expectRefused(mscclppBootstrapBarrier(nullptr), mscclppInvalidArgument, "Barrier(NULL)", "communicator is NULL");
+
+  // Every log line carries host:pid and a rank field.
+  bool formatted = !logged.empty();
+  for (const auto& line : logged) formatted = formatted && line.find(" MSCCLPP ") != std::string::npos;
+  expect(formatted, "log lines carry the MSCCLPP prefix");
+
+  mscclppDefaultLogHandler("capi refusals: mscclppDefaultLogHandler wrote this line\n");
+  std::printf("capi refusals: %d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
