@@ -66,10 +66,11 @@
 // # Threads
 //
 // The driver keeps the current context per OS thread. Device queries (DeviceCount, Name,
-// PCIBusID, ComputeCapability) need no context. Any code that makes a context current and then
-// relies on it must call runtime.LockOSThread first and keep the goroutine on that thread until
-// it is done, or the Go scheduler may move it to a thread where another context, or none, is
-// current.
+// PCIBusID, ComputeCapability, CanAccessPeer) need no context; memory, stream, event and module
+// calls act in the calling thread's current context. Code that makes a context current with
+// Context.SetCurrent and then relies on it must call runtime.LockOSThread first and keep the
+// goroutine on that thread until it is done, or the Go scheduler may move it to a thread where
+// another context, or none, is current.
 //
 // # Why not gorgonia.org/cu
 //

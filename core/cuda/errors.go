@@ -42,3 +42,15 @@ func (e *Error) Unwrap() error { return errs.ErrCUDA }
 func (e *Error) Is(target error) bool {
 	return target == ErrNoDevice && e.Code == codeNoDevice
 }
+
+// queryResult turns the CUresult of a query (cuStreamQuery, cuEventQuery) into done or not:
+// CUDA_ERROR_NOT_READY means the work is still running.
+func queryResult(op string, r result) (bool, error) {
+	switch r {
+	case codeSuccess:
+		return true, nil
+	case codeNotReady:
+		return false, nil
+	}
+	return false, check(op, r)
+}
