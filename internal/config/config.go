@@ -119,6 +119,10 @@ var (
 		Name: "MSCCLPP_SOCKET_IFNAME", Default: "", parse: parseString,
 		Doc: "network interface whose address each rank listens on and advertises; empty picks the first non-loopback interface that is up, else loopback",
 	}
+	CUDALibrary = &Var[string]{
+		Name: "MSCCLPP_CUDA_LIBRARY", Default: "libcuda.so.1", parse: parseString,
+		Doc: "the CUDA driver library to dlopen: a file name searched the usual way, or a path",
+	}
 )
 
 // Describer is what docs generation and the docs test need of a Var.
@@ -128,5 +132,5 @@ type Describer interface {
 
 // All lists every tunable, in the order docs/CONFIG.md shows them.
 func All() []Describer {
-	return []Describer{Debug, BootstrapTimeout, SocketIfname}
+	return []Describer{Debug, BootstrapTimeout, SocketIfname, CUDALibrary}
 }

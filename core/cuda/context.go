@@ -1,0 +1,65 @@
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Context is a device's primary context (CUcontext), shared by everything in the process that
+// uses that device. Get one with Device.RetainPrimaryContext.
+type Context struct {
+	h   unsafe.Pointer // the CUcontext
+	dev Device
+}
+
+// Device returns the device the context belongs to.
+func (c Context) Device() Device { return c.dev }
+
+// RetainPrimaryContext retains the device's primary context, creating it on first use. Each
+// successful call must be matched by a Release.
+func (d Device) RetainPrimaryContext() (Context, error) {
+	if err := initDriver(); err != nil {
+		return Context{}, err
+	}
+	c, err := cuDevicePrimaryCtxRetain(d)
+	if err != nil {
+		return Context{}, fmt.Errorf("CUDA device %d: %w", d, err)
+	}
+	return c, nil
+}
+
+// Release drops the reference RetainPrimaryContext took.
+func (c Context) Release() error {
+	if err := initDriver(); err != nil {
+		return err
+	}
+	if err := cuDevicePrimaryCtxRelease(c.dev); err != nil {
+		return fmt.Errorf("CUDA device %d: %w", c.dev, err)
+	}
+	return nil
+}
+
+// SetCurrent makes c the current context of the calling OS thread. The current context is per
+// thread: the caller must have called runtime.LockOSThread and must stay on the thread for as long
+// as it relies on c being current.
+func (c Context) SetCurrent() error {
+	if err := initDriver(); err != nil {
+		return err
+	}
+	if err := cuCtxSetCurrent(c); err != nil {
+		return fmt.Errorf("CUDA device %d: %w", c.dev, err)
+	}
+	return nil
+}
+
+// CanAccessPeer reports whether d can access memory on peer directly (peer to peer).
+func (d Device) CanAccessPeer(peer Device) (bool, error) {
+	if err := initDriver(); err != nil {
+		return false, err
+	}
+	ok, err := cuDeviceCanAccessPeer(d, peer)
+	if err != nil {
+		return false, fmt.Errorf("CUDA devices %d and %d: %w", d, peer, err)
+	}
+	return ok, nil
+}

@@ -1,0 +1,155 @@
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/mscclpp-go/mscclpp/core/errs"
+)
+
+// DevicePtr is an address in the CUDA unified address space (CUdeviceptr).
+type DevicePtr uint64
+
+// IpcMemHandle names a device allocation to other processes (CUipcMemHandle). It is plain bytes,
+// to be sent as is.
+type IpcMemHandle [IpcMemHandleSize]byte
+
+// The memory calls below act in the calling thread's current context: see Context.SetCurrent.
+
+func checkSize(op string, size int) error {
+	if size <= 0 {
+		return fmt.Errorf("%s: size %d: %w", op, size, errs.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// MemAlloc allocates size bytes of device memory.
+func MemAlloc(size int) (DevicePtr, error) {
+	if err := checkSize("cuMemAlloc", size); err != nil {
+		return 0, err
+	}
+	if err := initDriver(); err != nil {
+		return 0, err
+	}
+	return cuMemAlloc(size)
+}
+
+// MemFree frees memory MemAlloc returned.
+func MemFree(p DevicePtr) error {
+	if err := initDriver(); err != nil {
+		return err
+	}
+	return cuMemFree(p)
+}
+
+// MemHostAlloc allocates size bytes of page-locked host memory that every context can use
+// (CU_MEMHOSTALLOC_PORTABLE) and that is mapped into the device address space
+// (CU_MEMHOSTALLOC_DEVICEMAP): MemHostGetDevicePointer gives its device address.
+func MemHostAlloc(size int) (unsafe.Pointer, error) {
+	if err := checkSize("cuMemHostAlloc", size); err != nil {
+		return nil, err
+	}
+	if err := initDriver(); err != nil {
+		return nil, err
+	}
+	return cuMemHostAlloc(size, hostAllocPortable|hostAllocDeviceMap)
+}
+
+// MemFreeHost frees memory MemHostAlloc returned.
+func MemFreeHost(p unsafe.Pointer) error {
+	if err := initDriver(); err != nil {
+		return err
+	}
+	return cuMemFreeHost(p)
+}
+
+// MemHostGetDevicePointer returns the device address of host memory MemHostAlloc returned.
+func MemHostGetDevicePointer(p unsafe.Pointer) (DevicePtr, error) {
+	if err := initDriver(); err != nil {
+		return 0, err
+	}
+	return cuMemHostGetDevicePointer(p)
+}
+
+// MemGetAddressRange returns the base and size of the allocation that contains p.
+func MemGetAddressRange(p DevicePtr) (base DevicePtr, size int, err error) {
+	if err := initDriver(); err != nil {
+		return 0, 0, err
+	}
+	return cuMemGetAddressRange(p)
+}
+
+// PointerMemoryType returns where the memory at p lives.
+func PointerMemoryType(p DevicePtr) (MemoryType, error) {
+	if err := initDriver(); err != nil {
+		return 0, err
+	}
+	var t uint32 // CUmemorytype, an unsigned int
+	if err := cuPointerGetAttribute(unsafe.Pointer(&t), attrPointerMemoryType, p); err != nil {
+		return 0, fmt.Errorf("memory type of %#x: %w", p, err)
+	}
+	return MemoryType(t), nil
+}
+
+// PointerDeviceOrdinal returns the ordinal of the device the memory at p was allocated on or
+// registered with.
+func PointerDeviceOrdinal(p DevicePtr) (int, error) {
+	if err := initDriver(); err != nil {
+		return 0, err
+	}
+	var ordinal int32 // an int
+	if err := cuPointerGetAttribute(unsafe.Pointer(&ordinal), attrPointerDeviceOrdinal, p); err != nil {
+		return 0, fmt.Errorf("device of %#x: %w", p, err)
+	}
+	return int(ordinal), nil
+}
+
+// IpcGetMemHandle returns the handle another process passes to IpcOpenMemHandle to map the
+// allocation at p, which MemAlloc returned.
+func IpcGetMemHandle(p DevicePtr) (IpcMemHandle, error) {
+	if err := initDriver(); err != nil {
+		return IpcMemHandle{}, err
+	}
+	return cuIpcGetMemHandle(p)
+}
+
+// IpcOpenMemHandle maps another process's allocation into this one and enables peer access to
+// its device as needed (CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS). A process cannot open its own
+// handles.
+func IpcOpenMemHandle(h IpcMemHandle) (DevicePtr, error) {
+	if err := initDriver(); err != nil {
+		return 0, err
+	}
+	return cuIpcOpenMemHandle(h, ipcLazyPeerAccess)
+}
+
+// IpcCloseMemHandle unmaps memory IpcOpenMemHandle mapped.
+func IpcCloseMemHandle(p DevicePtr) error {
+	if err := initDriver(); err != nil {
+		return err
+	}
+	return cuIpcCloseMemHandle(p)
+}
+
+// MemcpyAsync queues a copy of size bytes from src to dst on s. Either may be device memory or
+// mapped host memory.
+func MemcpyAsync(dst, src DevicePtr, size int, s Stream) error {
+	if err := checkSize("cuMemcpyAsync", size); err != nil {
+		return err
+	}
+	if err := initDriver(); err != nil {
+		return err
+	}
+	return cuMemcpyAsync(dst, src, size, s)
+}
+
+// MemsetD8Async queues setting n bytes at dst to value on s.
+func MemsetD8Async(dst DevicePtr, value byte, n int, s Stream) error {
+	if err := checkSize("cuMemsetD8Async", n); err != nil {
+		return err
+	}
+	if err := initDriver(); err != nil {
+		return err
+	}
+	return cuMemsetD8Async(dst, value, n, s)
+}
