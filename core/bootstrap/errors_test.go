@@ -88,7 +88,7 @@ func TestRootTimeoutNoRankJoined(t *testing.T) {
 func TestJoinAddrTimeoutNamesMissingRanks(t *testing.T) {
 	addr := hostPort("127.0.0.1", freePort(t, "127.0.0.1"))
 	_, joinErrs := joinAll(t, 2, func(rank int) (*TCP, error) {
-		return JoinAddr(context.Background(), addr, rank, 3, quiet(500*time.Millisecond))
+		return JoinAddr(context.Background(), addr, rank, 3, quiet(time.Second))
 	})
 	for rank, err := range joinErrs {
 		requireErr(t, err, ErrTimeout, errs.ErrSystem, "ranks 2 of 3 never joined")

@@ -65,7 +65,9 @@ func Join(ctx context.Context, id UniqueID, rank, nranks int, opts Options) (*TC
 // nranks. Rank 0 starts the root on addr and joins it too; the other ranks dial it. An
 // interface named in addr is where this rank listens and advertises its address; it wins over
 // Options.Interface and MSCCLPP_SOCKET_IFNAME. Since the ranks share nothing but the address,
-// the job's magic is derived from it (see magicForAddr). Deadlines are as for Join.
+// the job's magic is derived from it: it is the 64-bit FNV-1a hash of "mscclpp-bootstrap:"
+// followed by the canonical "ip:port" (the interface name is not part of it). Deadlines are as
+// for Join, and rank 0's root gives up slightly before rank 0 does.
 func JoinAddr(ctx context.Context, addr string, rank, nranks int, opts Options) (*TCP, error) {
 	if err := checkRank(rank, nranks); err != nil {
 		return nil, &errs.OpError{Op: "bootstrap join", Rank: rank, Peer: errs.NoRank, Err: err}

@@ -75,13 +75,13 @@ func TestUniqueID(t *testing.T) {
 	assert.Equal(t, make([]byte, UniqueIDBytes-len(want)), id[len(want):])
 
 	corrupt := map[string]func(id *UniqueID){
-		"zero":        func(id *UniqueID) { *id = UniqueID{} },
-		"version":     func(id *UniqueID) { id[0] = 2 },
-		"family":      func(id *UniqueID) { id[1] = 5 },
-		"port 0":      func(id *UniqueID) { id[2], id[3] = 0, 0 },
-		"ipv4 form":   func(id *UniqueID) { id[14] = 0 },
-		"padding":     func(id *UniqueID) { id[UniqueIDBytes-1] = 1 },
-		"v6 says v4":  func(id *UniqueID) { id[1] = familyIPv6 },
+		"zero":       func(id *UniqueID) { *id = UniqueID{} },
+		"version":    func(id *UniqueID) { id[0] = 2 },
+		"family":     func(id *UniqueID) { id[1] = 5 },
+		"port 0":     func(id *UniqueID) { id[2], id[3] = 0, 0 },
+		"ipv4 form":  func(id *UniqueID) { id[14] = 0 },
+		"padding":    func(id *UniqueID) { id[UniqueIDBytes-1] = 1 },
+		"v6 says v4": func(id *UniqueID) { id[1] = familyIPv6 },
 	}
 	for name, spoil := range corrupt {
 		t.Run(name, func(t *testing.T) {
