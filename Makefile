@@ -82,7 +82,7 @@ abi-check: ## the legacy header's sizes, offsets, enums and macros, compiled by 
 
 $(BUILD)/examples/bootstrap: examples/mpi/bootstrap/main.cpp all
 	@mkdir -p $(dir $@)
-	$(MPICXX) -std=c++17 -O2 -Wall -Wextra $< $$($(PKG) --cflags --libs) -o $@
+	$(MPICXX) -std=c++17 -O2 -Wall -Wextra -DOMPI_SKIP_MPICXX $< $$($(PKG) --cflags --libs) -o $@
 
 $(BUILD)/tests/refusals: tests/capi/refusals.cpp all
 	@mkdir -p $(dir $@)

@@ -3,6 +3,7 @@ module github.com/mscclpp-go/mscclpp
 go 1.26
 
 require (
+	github.com/sbromberger/gompi v0.2.0
 	github.com/stretchr/testify v1.11.1
 	go.uber.org/goleak v1.3.0
 )

@@ -222,4 +222,3 @@ func mscclppSetBootstrapConnTimeout(timeout C.int) C.mscclppResult_t {
 		return nil
 	})
 }
-
