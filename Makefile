@@ -25,7 +25,7 @@ EXAMPLES     := $(BUILD)/examples/bootstrap
 TEST_BINS    := $(BUILD)/tests/refusals
 
 .PHONY: all lib headers pkgconfig install deps test vet gotest fuzz abi-check examples \
-	examples-test capi-test mpi-gotest clean help
+	examples-test capi-test mpi-gotest gpu-bundle gpu-test clean help
 
 all: lib headers pkgconfig ## build libmscclpp.so, the public headers and the pkg-config file
 
@@ -100,6 +100,24 @@ mpi-gotest: ## the Go bootstrap test with the unique id shared through MPI (gomp
 	@mkdir -p $(BUILD)/tests
 	$(GO) test -c -race -o $(BUILD)/tests/gompi_bootstrap.test ./examples/mpi/gompi
 	$(MPIRUN) $(MPIRUN_FLAGS) -np $(NP) $(BUILD)/tests/gompi_bootstrap.test -test.count=1
+
+# ---------------------------------------------------------------------------------------------
+# GPU tests. The GPU host has no Go: `make gpu-bundle` here builds the library and the Go test
+# binaries into build/; carry build/ there and run `make gpu-test`, which needs only CUDA and MPI.
+
+GPU_GO_TESTS := core/cuda core core/proxy
+
+gpu-bundle: all ## build everything `make gpu-test` needs into build/ (needs Go)
+	@mkdir -p $(BUILD)/gotest
+	@for pkg in $(GPU_GO_TESTS); do \
+		if [ -d $$pkg ]; then \
+			echo "go test -c ./$$pkg"; \
+			$(GO) test -c -o $(BUILD)/gotest/$$(echo $$pkg | tr / _).test ./$$pkg || exit 1; \
+		fi; \
+	done
+
+gpu-test: ## on the GPU host: build the CUDA/MPI programs against build/, run them and the Go test binaries
+	./scripts/gpu-test.sh
 
 clean:
 	rm -rf $(BUILD)

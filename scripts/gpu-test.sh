@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Runs on the GPU host, which has CUDA, OpenMPI and NCCL but no Go: builds the C/C++/CUDA test
+# programs against the prebuilt build/ (made by `make gpu-bundle` on a machine with Go), runs them
+# and the prebuilt Go test binaries, and prints "gpu-test: N passed, M failed".
+#
+#   make gpu-test            # every GPU of the host, one rank per GPU
+#   NP=2 make gpu-test       # fewer ranks
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+# NVLink multicast can take a host's GPUs out of service: keep it off everywhere, always.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export MSCCLPP_DEBUG=${MSCCLPP_DEBUG:-WARN}
+
+build=$(pwd)/build
+if [ ! -f "$build/lib/libmscclpp.so" ]; then
+	echo "gpu-test: $build/lib/libmscclpp.so is missing: run 'make gpu-bundle' where Go is, and bring build/ along"
+	exit 2
+fi
+ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+np=${NP:-$ngpus}
+export PATH=/usr/local/cuda/bin:$PATH
+export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mpirun="mpirun --allow-run-as-root --bind-to none --mca pml ob1 --mca btl self,vader
+	--mca btl_vader_single_copy_mechanism none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST
+	-x NVSHMEM_DISABLE_NVLS -x LD_LIBRARY_PATH -x MSCCLPP_DEBUG"
+mpi_inc=$(mpicxx --showme:compile)
+mpi_lib=$(mpicxx --showme:link)
+bin=$build/gpu-test
+mkdir -p "$bin"
+passed=0 failed=0 failures=()
+
+# result NAME RC: counts one check.
+result() {
+	if [ "$2" -eq 0 ]; then
+		passed=$((passed + 1))
+		echo "ok   $1"
+	else
+		failed=$((failed + 1))
+		failures+=("$1")
+		echo "FAIL $1 (exit $2)"
+	fi
+}
+
+# run NAME TIMEOUT CMD...: runs a check with a time limit, showing its output.
+run() {
+	local name=$1 limit=$2
+	shift 2
+	echo "---- $name: $*"
+	timeout --kill-after=10 "$limit" "$@" 2>&1
+	result "$name" $?
+}
+
+echo "gpu-test: $ngpus GPUs, $np ranks; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+
+# 1. Go test binaries, each run from its package's folder (tests read testdata relative to it).
+for t in "$build"/gotest/*.test; do
+	[ -e "$t" ] || continue
+	pkg=$(basename "$t" .test)
+	run "go test ${pkg//_//}" 300 bash -c "cd '${pkg//_//}' && '$t' -test.count=1 -test.v 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go'; exit \${PIPESTATUS[0]}"
+done
+
+# 2. C/C++ programs written only against the public headers, one rank per GPU.
+cxx="mpicxx -std=c++17 -O2 -DOMPI_SKIP_MPICXX -I$build/include"
+link="-L$build/lib -Wl,-rpath,$build/lib -lmscclpp"
+if $cxx examples/mpi/bootstrap/main.cpp $link -o "$bin/bootstrap"; then
+	run "bootstrap example, unique id" 120 $mpirun -np "$np" "$bin/bootstrap"
+	run "bootstrap example, ip:port" 120 $mpirun -np "$np" "$bin/bootstrap" "127.0.0.1:$((20000 + RANDOM % 20000))"
+else
+	result "build bootstrap example" 1
+fi
+
+# 3. CUDA programs against the legacy header (one rank per GPU).
+nvcc_flags="-std=c++17 -O2 -arch=sm_90 -I$build/include $mpi_inc -DOMPI_SKIP_MPICXX"
+for src in examples/mpi/legacy_*/main.cu; do
+	[ -e "$src" ] || continue
+	name=$(basename "$(dirname "$src")")
+	if nvcc $nvcc_flags "$src" -o "$bin/$name" $link -Xlinker "$(echo $mpi_lib | sed 's/ /,/g')" 2>&1; then
+		run "$name" 300 $mpirun -np "$np" "$bin/$name"
+	else
+		result "build $name" 1
+	fi
+done
+
+echo "gpu-test: $passed passed, $failed failed"
+for f in "${failures[@]}"; do echo "  failed: $f"; done
+[ "$failed" -eq 0 ]
