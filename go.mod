@@ -2,7 +2,10 @@ module github.com/mscclpp-go/mscclpp
 
 go 1.26
 
-require github.com/stretchr/testify v1.11.1
+require (
+	github.com/stretchr/testify v1.11.1
+	go.uber.org/goleak v1.3.0
+)
 
 require (
 	github.com/davecgh/go-spew v1.1.1 // indirect
