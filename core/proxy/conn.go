@@ -1,0 +1,60 @@
+package proxy
+
+import "fmt"
+
+// signalEpochBytes is the size of the epoch counter a Flag trigger copies: the uint64 device
+// field of struct mscclppDevConnSignalEpochId.
+const signalEpochBytes = 8
+
+// Conn is one entry of the proxy's connection table; a trigger's connId is its index. Addresses
+// are device addresses (or host memory mapped into the device) as the Engine understands them.
+type Conn struct {
+	LocalBuf   uint64 // start of this rank's registered buffer: the source of puts
+	LocalSize  uint64 // its size in bytes
+	RemoteBuf  uint64 // start of the peer's registered buffer mapped here: the destination of puts
+	RemoteSize uint64 // its size in bytes
+
+	// LocalSignal is the address of localSignalEpochId->device, the epoch this end's signal()
+	// bumps; RemoteSignal is the address of remoteSignalEpochId->proxy, the peer's counter that its
+	// wait() polls. A Flag trigger copies the first to the second.
+	LocalSignal  uint64
+	RemoteSignal uint64
+
+	Peer int // remote rank, for logs and errors
+	Tag  int // the connection's tag, for logs and errors
+}
+
+// String names the connection in logs and errors.
+func (c *Conn) String() string { return fmt.Sprintf("peer %d tag %d", c.Peer, c.Tag) }
+
+// check validates one table entry, at index id.
+func (c *Conn) check(id int) error {
+	if err := checkRegion("local buffer", c.LocalBuf, c.LocalSize); err != nil {
+		return fmt.Errorf("%w: connection %d (%s): %w", ErrConfig, id, c, err)
+	}
+	if err := checkRegion("remote buffer", c.RemoteBuf, c.RemoteSize); err != nil {
+		return fmt.Errorf("%w: connection %d (%s): %w", ErrConfig, id, c, err)
+	}
+	if c.LocalSignal == 0 || c.RemoteSignal == 0 {
+		return fmt.Errorf("%w: connection %d (%s): a signal address is 0 (local %#x, remote %#x)",
+			ErrConfig, id, c, c.LocalSignal, c.RemoteSignal)
+	}
+	return nil
+}
+
+// checkRegion refuses a region that wraps around the address space or has a size but no address.
+func checkRegion(what string, base, size uint64) error {
+	if size != 0 && base == 0 {
+		return fmt.Errorf("%s has %d bytes at address 0", what, size)
+	}
+	if !fits(base, size, ^uint64(0)) {
+		return fmt.Errorf("%s [%#x, +%#x) wraps around the address space", what, base, size)
+	}
+	return nil
+}
+
+// fits reports whether the range [offset, offset+size) lies within [0, limit), computed without
+// overflowing uint64: offset+size itself may not be representable.
+func fits(offset, size, limit uint64) bool {
+	return size <= limit && offset <= limit-size
+}
