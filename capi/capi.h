@@ -36,6 +36,24 @@ typedef struct mscclppComm* mscclppComm_t;
 
 typedef void (*mscclppLogHandler_t)(const char* msg);
 
+typedef enum {
+  mscclppTransportP2P = 0,
+  mscclppTransportSHM = 1,
+  mscclppTransportIB = 2,
+} mscclppTransport_t;
+
+// The device connection is laid out by include/mscclpp.h; here it is opaque. capi fills arrays
+// of it from the Go mirror core.DevConn, whose layout the tests check against the header.
+struct mscclppDevConn;
+typedef struct mscclppDevConn mscclppDevConn_t;
+
+// The registered-memory struct holds a std::vector, so only C++ (regmem.cpp) touches it.
+struct mscclppRegisteredMemory;
+typedef struct mscclppRegisteredMemory mscclppRegisteredMemory;
+
+// A cudaStream_t handed in as int64_t, as a pointer.
+static inline void* capiStreamHandle(int64_t stream) { return (void*)(intptr_t)stream; }
+
 // Go cannot call a C function pointer; these trampolines do.
 static inline void capiCallLogHandler(mscclppLogHandler_t handler, const char* msg) { handler(msg); }
 

@@ -43,11 +43,16 @@ func registerComm(c *core.Comm) C.mscclppComm_t {
 }
 
 func lookupComm(h C.mscclppComm_t) (*core.Comm, error) {
+	comms.Lock()
+	defer comms.Unlock()
+	return lookupCommLocked(h)
+}
+
+// lookupCommLocked is lookupComm for callers that hold comms' lock.
+func lookupCommLocked(h C.mscclppComm_t) (*core.Comm, error) {
 	if h == nil {
 		return nil, invalidArg("communicator is NULL")
 	}
-	comms.Lock()
-	defer comms.Unlock()
 	c, ok := comms.byHandle[h]
 	if !ok {
 		return nil, invalidUsage("communicator %p is destroyed or was not created by this library", unsafe.Pointer(h))
@@ -56,13 +61,15 @@ func lookupComm(h C.mscclppComm_t) (*core.Comm, error) {
 }
 
 func unregisterComm(h C.mscclppComm_t) (*core.Comm, error) {
-	c, err := lookupComm(h)
+	comms.Lock()
+	defer comms.Unlock()
+	c, err := lookupCommLocked(h)
 	if err != nil {
 		return nil, err
 	}
-	comms.Lock()
-	defer comms.Unlock()
 	delete(comms.byHandle, h)
+	freeDeviceConnections(h)
+	forgetRegistrations(h)
 	h.magic = commDestroyedMagic
 	return c, nil
 }

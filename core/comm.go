@@ -2,19 +2,38 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/mscclpp-go/mscclpp/core/bootstrap"
+	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/core/proxy"
 	"github.com/mscclpp-go/mscclpp/internal/logging"
 )
 
-// Comm is one rank's communicator: its place in the job and the bootstrap that reaches the other
-// ranks. Later layers add connections and the proxy to it. A Comm is safe for use by one goroutine
-// at a time; Close releases everything it owns.
+// ErrCommClosed: the communicator was closed.
+var ErrCommClosed = errs.New(errs.ErrInvalidUsage, "communicator is closed")
+
+// Comm is one rank's communicator: its place in the job, the bootstrap that reaches the other
+// ranks, its connections and its proxy. Its methods are safe for concurrent use; Close releases
+// everything it owns.
 type Comm struct {
 	bootstrap *bootstrap.TCP
 	log       *slog.Logger
+
+	mu            sync.Mutex
+	closed        bool
+	conns         []*connection   // one per Connect call, in call order; index = connId
+	connIndex     map[connKey]int // (remoteRank, tag) -> index in conns
+	setups        int             // ConnectionSetup calls that completed, for message tags
+	registrations int             // RegisterBuffer calls that completed, for message tags
+	gpu           *gpuState       // nil until the first ConnectionSetup
+	proxy         *proxy.Proxy    // non-nil while the proxy runs
+	engine        *copyEngine     // the running proxy's engine
+	proxyStats    proxy.Stats     // of the last proxy, kept after it stops
+	failure       error           // the first proxy (CUDA) error; the communicator is unusable after it
 }
 
 // InitRank joins a job of nranks ranks whose root listens at addr ("ip:port", "if:ip:port" or
@@ -39,7 +58,7 @@ func InitRankFromID(ctx context.Context, nranks int, id bootstrap.UniqueID, rank
 }
 
 func newComm(b *bootstrap.TCP) *Comm {
-	c := &Comm{bootstrap: b, log: logging.ForRank(b.Rank())}
+	c := &Comm{bootstrap: b, log: logging.ForRank(b.Rank()), connIndex: map[connKey]int{}}
 	c.log.Info("communicator ready", "nranks", b.Size())
 	return c
 }
@@ -50,13 +69,57 @@ func (c *Comm) Rank() int { return c.bootstrap.Rank() }
 // Size returns the number of ranks in the job.
 func (c *Comm) Size() int { return c.bootstrap.Size() }
 
-// Bootstrap returns the communicator's bootstrap, for out-of-band exchanges between ranks.
+// Bootstrap returns the communicator's bootstrap, for out-of-band exchanges between ranks. Tags
+// from setupTagBase up are used by ConnectionSetup.
 func (c *Comm) Bootstrap() *bootstrap.TCP { return c.bootstrap }
 
-// Close releases the communicator. It does not synchronize with other ranks.
+// usable refuses calls on a closed or failed communicator. c.mu is held.
+func (c *Comm) usable() error {
+	if c.closed {
+		return ErrCommClosed
+	}
+	c.collectProxyFailure()
+	if c.failure != nil {
+		return fmt.Errorf("communicator of rank %d failed earlier: %w", c.Rank(), c.failure)
+	}
+	return nil
+}
+
+// Err returns the error that made the communicator unusable (a CUDA error in its proxy), if any.
+func (c *Comm) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.collectProxyFailure()
+	return c.failure
+}
+
+// Close stops the proxy and releases the connections, the GPU memory and the bootstrap. It does
+// not synchronize with other ranks; peers must have finished using this rank's memory.
 func (c *Comm) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrCommClosed
+	}
+	c.closed = true
+	var errList []error
+	if err := c.stopProxy(); err != nil {
+		errList = append(errList, err)
+	}
+	if c.gpu != nil {
+		if err := c.gpu.close(); err != nil {
+			errList = append(errList, err)
+		}
+		c.gpu = nil
+	}
 	if err := c.bootstrap.Close(); err != nil {
+		errList = append(errList, err)
+	}
+	if err := errors.Join(errList...); err != nil {
 		return fmt.Errorf("close communicator of rank %d: %w", c.Rank(), err)
 	}
 	return nil
 }
+
+// Logger returns the communicator's logger, whose lines carry its rank.
+func (c *Comm) Logger() *slog.Logger { return c.log }

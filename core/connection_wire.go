@@ -12,11 +12,11 @@ import (
 // its signal pair live, as CUDA IPC handles plus offsets into the allocations they name.
 type connInfo struct {
 	tag       int32
-	size      uint64           // bytes of the registered buffer
+	size      uint64            // bytes of the registered buffer
 	buf       cuda.IpcMemHandle // the allocation holding the buffer
-	bufOffset uint64           // the buffer's offset in that allocation
+	bufOffset uint64            // the buffer's offset in that allocation
 	sig       cuda.IpcMemHandle // the allocation holding the signal pair
-	sigOffset uint64           // the pair's offset in that allocation
+	sigOffset uint64            // the pair's offset in that allocation
 }
 
 // Wire format of one rank's connection list for one peer, little-endian:

@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <cuda.h>
 
+/* The shim is internal to the library: keep its symbols out of libmscclpp.so's exports. */
+#pragma GCC visibility push(hidden)
+
 #define CU_OPTIONAL 0
 #define CU_REQUIRED 1
 
@@ -39,5 +42,7 @@ int mscclpp_cu_open(const char *path, char *err, size_t err_len);
  * returns -1, leaves the entry unresolved and copies dlerror's message into err.
  */
 int mscclpp_cu_resolve(int i, char *err, size_t err_len);
+
+#pragma GCC visibility pop
 
 #endif /* MSCCLPP_CUDA_SHIM_H */

@@ -88,3 +88,7 @@ func (e Event) Done() (bool, error) {
 	}
 	return queryResult("cuEventQuery", cuEventQuery(e))
 }
+
+// StreamFromHandle wraps a stream created elsewhere in the process (a cudaStream_t or CUstream
+// handed in through the C API; nil is the legacy default stream). The caller keeps owning it.
+func StreamFromHandle(h unsafe.Pointer) Stream { return Stream{h: h} }

@@ -1,0 +1,162 @@
+package main
+
+/*
+#include "capi.h"
+*/
+import "C"
+
+import (
+	"context"
+	"unsafe"
+
+	"github.com/mscclpp-go/mscclpp/core"
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+)
+
+// devConnBytes is sizeof(mscclppDevConn), through its Go mirror.
+const devConnBytes = unsafe.Sizeof(core.DevConn{})
+
+// devConnArrays holds, per communicator, the C arrays of device connections handed out. Each
+// stays valid until the communicator is destroyed; a newer one is made only when a later
+// mscclppConnectionSetup added connections.
+var devConnArrays = struct {
+	byHandle map[C.mscclppComm_t][]devConnArray
+}{byHandle: map[C.mscclppComm_t][]devConnArray{}}
+
+type devConnArray struct {
+	ptr unsafe.Pointer // C memory, n * devConnBytes
+	n   int
+}
+
+// deviceConnections returns the communicator's current C array of device connections. comms
+// is locked by the caller.
+func deviceConnections(h C.mscclppComm_t, c *core.Comm) (devConnArray, error) {
+	conns, err := c.DevConns()
+	if err != nil {
+		return devConnArray{}, err
+	}
+	arrays := devConnArrays.byHandle[h]
+	if k := len(arrays); k > 0 && arrays[k-1].n == len(conns) {
+		return arrays[k-1], nil // connections only ever get appended
+	}
+	a := devConnArray{n: len(conns)}
+	if len(conns) > 0 {
+		a.ptr = C.calloc(C.size_t(len(conns)), C.size_t(devConnBytes))
+		if a.ptr == nil {
+			panic("calloc of the device connection array failed")
+		}
+		copy(unsafe.Slice((*core.DevConn)(a.ptr), len(conns)), conns)
+	}
+	devConnArrays.byHandle[h] = append(arrays, a)
+	return a, nil
+}
+
+// freeDeviceConnections releases the arrays of a destroyed communicator. comms is locked.
+func freeDeviceConnections(h C.mscclppComm_t) {
+	for _, a := range devConnArrays.byHandle[h] {
+		C.free(a.ptr)
+	}
+	delete(devConnArrays.byHandle, h)
+}
+
+//export mscclppConnect
+func mscclppConnect(comm C.mscclppComm_t, remoteRank C.int, tag C.int, localBuff unsafe.Pointer,
+	buffSize C.uint64_t, transportType C.mscclppTransport_t, ibDev *C.char) C.mscclppResult_t {
+	return call("mscclppConnect", func() error {
+		c, err := lookupComm(comm)
+		if err != nil {
+			return err
+		}
+		if localBuff == nil {
+			return invalidArg("localBuff is NULL")
+		}
+		if buffSize == 0 {
+			return invalidArg("buffSize is 0")
+		}
+		transport := core.Transport(transportType)
+		if transport == core.TransportP2P && ibDev != nil {
+			c.Logger().Info("mscclppConnect: ibDev is ignored for the P2P transport", "ibDev", C.GoString(ibDev))
+		}
+		return c.Connect(int(remoteRank), int(tag), cuda.DevicePtr(uintptr(localBuff)), uint64(buffSize), transport)
+	})
+}
+
+//export mscclppConnectionSetup
+func mscclppConnectionSetup(comm C.mscclppComm_t) C.mscclppResult_t {
+	return call("mscclppConnectionSetup", func() error {
+		c, err := lookupComm(comm)
+		if err != nil {
+			return err
+		}
+		return c.ConnectionSetup(context.Background())
+	})
+}
+
+//export mscclppGetAllDeviceConnections
+func mscclppGetAllDeviceConnections(comm C.mscclppComm_t, devConns **C.mscclppDevConn_t, nConns *C.int) C.mscclppResult_t {
+	return call("mscclppGetAllDeviceConnections", func() error {
+		if devConns == nil || nConns == nil {
+			return invalidArg("devConns or nConns is NULL")
+		}
+		comms.Lock()
+		defer comms.Unlock()
+		c, err := lookupCommLocked(comm)
+		if err != nil {
+			return err
+		}
+		a, err := deviceConnections(comm, c)
+		if err != nil {
+			return err
+		}
+		*devConns = (*C.mscclppDevConn_t)(a.ptr)
+		*nConns = C.int(a.n)
+		return nil
+	})
+}
+
+//export mscclppGetDeviceConnection
+func mscclppGetDeviceConnection(comm C.mscclppComm_t, remoteRank C.int, tag C.int, devConn **C.mscclppDevConn_t) C.mscclppResult_t {
+	return call("mscclppGetDeviceConnection", func() error {
+		if devConn == nil {
+			return invalidArg("devConn is NULL")
+		}
+		comms.Lock()
+		defer comms.Unlock()
+		c, err := lookupCommLocked(comm)
+		if err != nil {
+			return err
+		}
+		i, err := c.DevConnIndex(int(remoteRank), int(tag))
+		if err != nil {
+			return err
+		}
+		a, err := deviceConnections(comm, c)
+		if err != nil {
+			return err
+		}
+		*devConn = (*C.mscclppDevConn_t)(unsafe.Add(a.ptr, uintptr(i)*devConnBytes))
+		return nil
+	})
+}
+
+//export mscclppProxyLaunch
+func mscclppProxyLaunch(comm C.mscclppComm_t) C.mscclppResult_t {
+	return call("mscclppProxyLaunch", func() error {
+		c, err := lookupComm(comm)
+		if err != nil {
+			return err
+		}
+		return c.ProxyLaunch()
+	})
+}
+
+//export mscclppProxyStop
+func mscclppProxyStop(comm C.mscclppComm_t) C.mscclppResult_t {
+	return call("mscclppProxyStop", func() error {
+		c, err := lookupComm(comm)
+		if err != nil {
+			return err
+		}
+		return c.ProxyStop()
+	})
+}

@@ -1,0 +1,185 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/errs"
+)
+
+// setupTagBase is the first bootstrap tag ConnectionSetup uses; setup number k uses
+// setupTagBase+k. Users of Comm.Bootstrap should stay below it.
+const setupTagBase = 1 << 30
+
+// ConnectionSetup sets up every connection declared since the last setup. It is collective
+// between connected ranks: each rank sends each peer it has new connections with the location of
+// its buffers and signal counters (CUDA IPC handles plus offsets), receives the peer's, checks
+// that every connection has its counterpart, and maps the peer's memory here. It blocks until
+// every peer answered or the bootstrap timeout passed; a connection whose peer declared no
+// counterpart is an error that names the pair.
+//
+// All buffers must be device memory of one GPU, which becomes the communicator's GPU. The proxy
+// must not be running.
+func (c *Comm) ConnectionSetup(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if c.proxy != nil {
+		return fmt.Errorf("connection setup: the proxy is running; stop it first: %w", errs.ErrInvalidUsage)
+	}
+	var pending []int
+	for i, conn := range c.conns {
+		if !conn.setUp {
+			pending = append(pending, i)
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	dev, err := c.bufferDevice(pending)
+	if err != nil {
+		return err
+	}
+	// CUDA contexts are current per OS thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if c.gpu == nil {
+		g, err := newGPUState(dev)
+		if err != nil {
+			return fmt.Errorf("connection setup on rank %d: %w", c.Rank(), err)
+		}
+		c.gpu = g
+	} else if err := c.gpu.ctx.SetCurrent(); err != nil {
+		return fmt.Errorf("connection setup on rank %d: %w", c.Rank(), err)
+	}
+	if err := c.setUp(ctx, pending); err != nil {
+		return fmt.Errorf("connection setup on rank %d: %w", c.Rank(), err)
+	}
+	c.setups++
+	c.log.Info("connections set up", "new", len(pending), "total", len(c.conns), "gpu", int(dev))
+	return nil
+}
+
+// bufferDevice checks that the buffers of the given connections are device memory of one GPU,
+// the communicator's if it has one, and returns that GPU.
+func (c *Comm) bufferDevice(indices []int) (cuda.Device, error) {
+	dev := cuda.Device(-1)
+	if c.gpu != nil {
+		dev = c.gpu.device
+	}
+	for _, i := range indices {
+		conn := c.conns[i]
+		typ, err := cuda.PointerMemoryType(conn.localBuf)
+		if err != nil || typ != cuda.MemoryTypeDevice {
+			return 0, fmt.Errorf("connection to rank %d tag %d: buffer %#x is not CUDA device memory (P2P needs a cudaMalloc'd buffer): %w",
+				conn.remoteRank, conn.tag, uint64(conn.localBuf), errs.ErrInvalidArgument)
+		}
+		ordinal, err := cuda.PointerDeviceOrdinal(conn.localBuf)
+		if err != nil {
+			return 0, fmt.Errorf("connection to rank %d tag %d: %w", conn.remoteRank, conn.tag, err)
+		}
+		if dev >= 0 && cuda.Device(ordinal) != dev {
+			return 0, fmt.Errorf("connection to rank %d tag %d: buffer is on GPU %d but this rank uses GPU %d (one GPU per rank): %w",
+				conn.remoteRank, conn.tag, ordinal, dev, errs.ErrInvalidArgument)
+		}
+		dev = cuda.Device(ordinal)
+	}
+	return dev, nil
+}
+
+// setUp allocates the counters of the pending connections, exchanges their locations with the
+// peers and maps the peers' memory. c.mu is held and the context is current.
+func (c *Comm) setUp(ctx context.Context, pending []int) error {
+	g := c.gpu
+	sigs, err := g.allocZeroed(len(pending) * signalPairBytes)
+	if err != nil {
+		return fmt.Errorf("signal counters: %w", err)
+	}
+	waits, err := g.allocZeroed(len(pending) * waitEpochBytes)
+	if err != nil {
+		return fmt.Errorf("wait counters: %w", err)
+	}
+
+	// What this rank tells each peer, and the order of its own connections to that peer.
+	lists := map[int][]connInfo{}
+	order := map[int][]int{} // peer -> indices into c.conns
+	for k, i := range pending {
+		conn := c.conns[i]
+		conn.localSig = sigs + cuda.DevicePtr(k*signalPairBytes)
+		conn.waitEpoch = waits + cuda.DevicePtr(k*waitEpochBytes)
+		bufHandle, bufOffset, err := g.export(conn.localBuf)
+		if err != nil {
+			return fmt.Errorf("connection to rank %d tag %d: %w", conn.remoteRank, conn.tag, err)
+		}
+		sigHandle, sigOffset, err := g.export(conn.localSig)
+		if err != nil {
+			return err
+		}
+		lists[conn.remoteRank] = append(lists[conn.remoteRank], connInfo{
+			tag: int32(conn.tag), size: conn.size,
+			buf: bufHandle, bufOffset: bufOffset, sig: sigHandle, sigOffset: sigOffset,
+		})
+		order[conn.remoteRank] = append(order[conn.remoteRank], i)
+	}
+	peers := make([]int, 0, len(lists))
+	for peer := range lists {
+		peers = append(peers, peer)
+	}
+	slices.Sort(peers)
+
+	tag := setupTagBase + c.setups
+	for _, peer := range peers {
+		if err := c.bootstrap.Send(ctx, peer, tag, encodeConnList(lists[peer])); err != nil {
+			return fmt.Errorf("send connection list to rank %d: %w", peer, err)
+		}
+	}
+	for _, peer := range peers {
+		tags := make([]int, len(order[peer]))
+		for k, i := range order[peer] {
+			tags[k] = c.conns[i].tag
+		}
+		msg, err := c.bootstrap.Recv(ctx, peer, tag)
+		if err != nil {
+			return fmt.Errorf("waiting for rank %d's side of connections with tags %v (does rank %d call mscclppConnect for them, then mscclppConnectionSetup?): %w",
+				peer, tags, peer, err)
+		}
+		theirs, err := decodeConnList(msg)
+		if err != nil {
+			return fmt.Errorf("connection list from rank %d: %w", peer, err)
+		}
+		matched, err := matchConnections(c.Rank(), peer, tags, theirs)
+		if err != nil {
+			return err
+		}
+		for k, i := range order[peer] {
+			if err := c.attach(c.conns[i], matched[k]); err != nil {
+				return err
+			}
+		}
+	}
+	for _, i := range pending {
+		c.conns[i].setUp = true
+	}
+	return nil
+}
+
+// attach maps the peer's side of conn here.
+func (c *Comm) attach(conn *connection, peer connInfo) error {
+	buf, err := c.gpu.open(peer.buf)
+	if err != nil {
+		return fmt.Errorf("map rank %d's buffer (tag %d): %w", conn.remoteRank, conn.tag, err)
+	}
+	sig, err := c.gpu.open(peer.sig)
+	if err != nil {
+		return fmt.Errorf("map rank %d's signal counters (tag %d): %w", conn.remoteRank, conn.tag, err)
+	}
+	conn.remoteBuf = buf + cuda.DevicePtr(peer.bufOffset)
+	conn.remoteSize = peer.size
+	conn.remoteSig = sig + cuda.DevicePtr(peer.sigOffset)
+	return nil
+}
