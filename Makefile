@@ -71,10 +71,13 @@ gotest:
 	$(GO) test -race -count=1 ./...
 
 FUZZTIME ?= 5s
+FUZZ_PKGS ?= ./core/bootstrap ./core
 fuzz: ## run each fuzz target briefly
-	@for target in $$($(GO) test -list '^Fuzz' ./core/bootstrap | grep '^Fuzz'); do \
-		echo "fuzz $$target for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) ./core/bootstrap || exit 1; \
+	@for pkg in $(FUZZ_PKGS); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$target for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
 	done
 
 abi-check: ## the legacy header's sizes, offsets, enums and macros, compiled by g++ and nvcc

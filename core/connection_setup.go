@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -75,6 +76,9 @@ func (c *Comm) bufferDevice(indices []int) (cuda.Device, error) {
 	for _, i := range indices {
 		conn := c.conns[i]
 		typ, err := cuda.PointerMemoryType(conn.localBuf)
+		if errors.Is(err, cuda.ErrNoDevice) || errors.Is(err, cuda.ErrDriverNotFound) {
+			return 0, fmt.Errorf("connection to rank %d tag %d: %w", conn.remoteRank, conn.tag, err)
+		}
 		if err != nil || typ != cuda.MemoryTypeDevice {
 			return 0, fmt.Errorf("connection to rank %d tag %d: buffer %#x is not CUDA device memory (P2P needs a cudaMalloc'd buffer): %w",
 				conn.remoteRank, conn.tag, uint64(conn.localBuf), errs.ErrInvalidArgument)

@@ -5,6 +5,7 @@
 #include <mscclpp.h>
 
 #include <chrono>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -133,6 +134,64 @@ int main() {
                 "CommSize(foreign handle)", "not created by this library");
   expectRefused([&] { return mscclppCommDestroy(nullptr); }, mscclppInvalidArgument, "CommDestroy(NULL)", "communicator is NULL");
   expectRefused([&] { return mscclppBootstrapBarrier(nullptr); }, mscclppInvalidArgument, "Barrier(NULL)", "communicator is NULL");
+
+  // The connection calls on a two-rank communicator (both ranks in this process): everything
+  // they refuse before touching a GPU.
+  mscclppUniqueId id2;
+  expectResult(mscclppGetUniqueId(&id2), mscclppSuccess, "mscclppGetUniqueId (2 ranks)");
+  mscclppComm_t peer = nullptr;
+  mscclppResult_t peerResult = mscclppInternalError;
+  std::thread peerThread([&] { peerResult = mscclppCommInitRankFromId(&peer, 2, id2, 1); });
+  expectResult(mscclppCommInitRankFromId(&comm, 2, id2, 0), mscclppSuccess, "InitRankFromId(rank 0 of 2)");
+  peerThread.join();
+  expectResult(peerResult, mscclppSuccess, "InitRankFromId(rank 1 of 2)");
+  char fakeBuf[64];  // never set up, so never touched as device memory
+  expectRefused([&] { return mscclppConnect(comm, 1, 0, nullptr, 64, mscclppTransportP2P); }, mscclppInvalidArgument,
+                "Connect(buffer NULL)", "localBuff is NULL");
+  expectRefused([&] { return mscclppConnect(comm, 1, 0, fakeBuf, 0, mscclppTransportP2P); }, mscclppInvalidArgument,
+                "Connect(size 0)", "buffSize is 0");
+  expectRefused([&] { return mscclppConnect(comm, 0, 0, fakeBuf, 64, mscclppTransportP2P); }, mscclppInvalidArgument,
+                "Connect(to itself)", "remote rank 0 is this rank");
+  expectRefused([&] { return mscclppConnect(comm, 2, 0, fakeBuf, 64, mscclppTransportP2P); }, mscclppInvalidArgument,
+                "Connect(rank out of range)", "remote rank 2 is out of range");
+  expectRefused([&] { return mscclppConnect(comm, 1, 0, fakeBuf, 64, mscclppTransportIB, "mlx5_0"); },
+                mscclppInvalidUsage, "Connect(IB)", "no RDMA device was found");
+  expectRefused([&] { return mscclppConnect(comm, 1, 0, fakeBuf, 64, mscclppTransportSHM); }, mscclppInvalidUsage,
+                "Connect(SHM)", "not implemented");
+  expectRefused([&] { return mscclppConnect(comm, 1, 0, fakeBuf, 64, static_cast<mscclppTransport_t>(9)); },
+                mscclppInvalidArgument, "Connect(unknown transport)", "unknown transport 9");
+  expectRefused([&] { return mscclppProxyLaunch(comm); }, mscclppInvalidUsage, "ProxyLaunch(no connections)",
+                "no connections");
+  expectResult(mscclppConnect(comm, 1, 5, fakeBuf, 64, mscclppTransportP2P), mscclppSuccess, "Connect(rank 1, tag 5)");
+  expectRefused([&] { return mscclppConnect(comm, 1, 5, fakeBuf, 64, mscclppTransportP2P); }, mscclppInvalidUsage,
+                "Connect(duplicate)", "already exists");
+  mscclppDevConn_t* devConns = nullptr;
+  int nConns = -1;
+  expectRefused([&] { return mscclppGetAllDeviceConnections(comm, &devConns, &nConns); }, mscclppInvalidUsage,
+                "GetAllDeviceConnections(before setup)", "since the last mscclppConnectionSetup");
+  expectRefused([&] { return mscclppGetAllDeviceConnections(comm, nullptr, &nConns); }, mscclppInvalidArgument,
+                "GetAllDeviceConnections(NULL)", "is NULL");
+  mscclppDevConn_t* one = nullptr;
+  expectRefused([&] { return mscclppGetDeviceConnection(comm, 1, 5, &one); }, mscclppInvalidUsage,
+                "GetDeviceConnection(before setup)", "since the last mscclppConnectionSetup");
+  expectRefused([&] { return mscclppProxyLaunch(comm); }, mscclppInvalidUsage, "ProxyLaunch(before setup)",
+                "since the last mscclppConnectionSetup");
+  expectResult(mscclppProxyStop(comm), mscclppSuccess, "ProxyStop(never launched) is a no-op");
+  // A host buffer is refused; without a GPU, the missing device is reported instead.
+  logged.clear();
+  mscclppResult_t setupResult = mscclppConnectionSetup(comm);
+  expect((setupResult == mscclppInvalidArgument && loggedContains("not CUDA device memory")) ||
+             (setupResult == mscclppUnhandledCudaError && loggedContains("no CUDA-capable device")),
+         "ConnectionSetup(host buffer) refused: got " + std::to_string(setupResult));
+  mscclppRegisteredMemory regMem;
+  expectRefused([&] { return mscclppRegisterBuffer(comm, nullptr, 64, &regMem); }, mscclppInvalidArgument,
+                "RegisterBuffer(NULL)", "is NULL");
+  expectRefused([&] { return mscclppRegisteredBufferWrite(comm, &regMem, fakeBuf, 8, 0, 0, 0); }, mscclppInvalidUsage,
+                "RegisteredBufferWrite(unregistered)", "was not filled by mscclppRegisterBuffer");
+  expectResult(mscclppCommDestroy(comm), mscclppSuccess, "CommDestroy(rank 0 of 2)");
+  expectResult(mscclppCommDestroy(peer), mscclppSuccess, "CommDestroy(rank 1 of 2)");
+  expectRefused([&] { return mscclppConnect(comm, 1, 0, fakeBuf, 64, mscclppTransportP2P); }, mscclppInvalidUsage,
+                "Connect(destroyed)", "destroyed");
 
   // Every log line carries host:pid and a rank field.
   bool formatted = !logged.empty();
