@@ -30,10 +30,11 @@ type Comm struct {
 	setups        int             // ConnectionSetup calls that completed, for message tags
 	registrations int             // RegisterBuffer calls that completed, for message tags
 	gpu           *gpuState       // nil until the first ConnectionSetup
-	proxy         *proxy.Proxy    // non-nil while the proxy runs
-	engine        *copyEngine     // the running proxy's engine
-	proxyStats    proxy.Stats     // of the last proxy, kept after it stops
-	failure       error           // the first proxy (CUDA) error; the communicator is unusable after it
+	proxy         *proxy.Proxy    // created by the first ProxyLaunch, kept until Close
+	engine        *copyEngine     // the proxy's engine
+	proxyConns    int             // connections in the proxy's table
+	proxyRunning  bool
+	failure       error // the first proxy (CUDA) error; the communicator is unusable after it
 }
 
 // InitRank joins a job of nranks ranks whose root listens at addr ("ip:port", "if:ip:port" or
@@ -103,7 +104,7 @@ func (c *Comm) Close() error {
 	}
 	c.closed = true
 	var errList []error
-	if err := c.stopProxy(); err != nil {
+	if err := c.closeProxy(); err != nil {
 		errList = append(errList, err)
 	}
 	if c.gpu != nil {

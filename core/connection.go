@@ -103,7 +103,7 @@ func (c *Comm) Connect(remoteRank, tag int, localBuf cuda.DevicePtr, size uint64
 		return fmt.Errorf("connect to rank %d tag %d: more than %d connections on one rank: %w",
 			remoteRank, tag, MaxConnections, errs.ErrInvalidUsage)
 	}
-	if c.proxy != nil {
+	if c.proxyRunning {
 		return fmt.Errorf("connect to rank %d tag %d: the proxy is running; stop it first: %w", remoteRank, tag, errs.ErrInvalidUsage)
 	}
 	c.connIndex[key] = len(c.conns)

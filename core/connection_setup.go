@@ -30,7 +30,7 @@ func (c *Comm) ConnectionSetup(ctx context.Context) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
-	if c.proxy != nil {
+	if c.proxyRunning {
 		return fmt.Errorf("connection setup: the proxy is running; stop it first: %w", errs.ErrInvalidUsage)
 	}
 	var pending []int

@@ -19,8 +19,9 @@ import (
 // stream as stuck. A 1 GiB copy takes about 3 ms over NVLink.
 const drainTimeout = 60 * time.Second
 
-// copyEngine executes the proxy's copies with the GPU's DMA engines: data and flags on one
-// stream, in order; tail updates on a second stream so they never wait behind large copies.
+// copyEngine executes the proxy's work with the GPU's DMA engines: data copies and signal
+// stores on one stream, in order; tail updates on a second stream so they never wait behind
+// large copies.
 type copyEngine struct {
 	data, tail  cuda.Stream
 	tailHost    unsafe.Pointer // one uint64, host-pinned
@@ -55,6 +56,11 @@ func newCopyEngine(tailDevice cuda.DevicePtr) (e *copyEngine, err error) {
 
 func (e *copyEngine) Copy(dst, src, n uint64) error {
 	return cuda.MemcpyAsync(cuda.DevicePtr(dst), cuda.DevicePtr(src), int(n), e.data)
+}
+
+// WriteValue queues the signal store on the data stream, after the data it announces.
+func (e *copyEngine) WriteValue(dst, value uint64) error {
+	return cuda.StreamWriteValue64(e.data, cuda.DevicePtr(dst), value)
 }
 
 // Drain polls the data stream until it is empty, so that a stuck stream becomes an error after

@@ -331,6 +331,11 @@ func cuMemsetD8Async(dst DevicePtr, value byte, n int, s Stream) error {
 	return check("cuMemsetD8Async", C.mscclpp_cuMemsetD8Async(C.CUdeviceptr(dst), C.uchar(value), C.size_t(n), C.CUstream(s.h)))
 }
 
+func cuStreamWriteValue64(s Stream, addr DevicePtr, value uint64) error {
+	return check("cuStreamWriteValue64", C.mscclpp_cuStreamWriteValue64_v2(C.CUstream(s.h), C.CUdeviceptr(addr),
+		C.cuuint64_t(value), C.CU_STREAM_WRITE_VALUE_DEFAULT))
+}
+
 // cuModuleLoadData loads image (a cubin, fatbin or PTX text) from a NUL-terminated C copy, so
 // that the driver never sees Go memory and PTX needs no terminator from the caller.
 func cuModuleLoadData(image []byte) (Module, error) {

@@ -153,3 +153,16 @@ func MemsetD8Async(dst DevicePtr, value byte, n int, s Stream) error {
 	}
 	return cuMemsetD8Async(dst, value, n, s)
 }
+
+// StreamWriteValue64 queues on s, after the work already queued there, an 8-byte store of value
+// at addr (device memory, or peer memory mapped here). The value is taken now, not when the store
+// executes.
+func StreamWriteValue64(s Stream, addr DevicePtr, value uint64) error {
+	if addr == 0 {
+		return fmt.Errorf("cuStreamWriteValue64: address 0: %w", errs.ErrInvalidArgument)
+	}
+	if err := initDriver(); err != nil {
+		return err
+	}
+	return cuStreamWriteValue64(s, addr, value)
+}

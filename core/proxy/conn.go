@@ -2,10 +2,6 @@ package proxy
 
 import "fmt"
 
-// signalEpochBytes is the size of the epoch counter a Flag trigger copies: the uint64 device
-// field of struct mscclppDevConnSignalEpochId.
-const signalEpochBytes = 8
-
 // Conn is one entry of the proxy's connection table; a trigger's connId is its index. Addresses
 // are device addresses (or host memory mapped into the device) as the Engine understands them.
 type Conn struct {
@@ -14,10 +10,12 @@ type Conn struct {
 	RemoteBuf  uint64 // start of the peer's registered buffer mapped here: the destination of puts
 	RemoteSize uint64 // its size in bytes
 
-	// LocalSignal is the address of localSignalEpochId->device, the epoch this end's signal()
-	// bumps; RemoteSignal is the address of remoteSignalEpochId->proxy, the peer's counter that its
-	// wait() polls. A Flag trigger copies the first to the second.
-	LocalSignal  uint64
+	// RemoteSignal is the address of remoteSignalEpochId->proxy, the peer's counter that its wait()
+	// polls. The n-th Flag trigger of the connection stores n there, after its data: every
+	// signal() bumps this end's localSignalEpochId->device once and pushes one Flag, so n is the
+	// epoch that Flag announces. (Copying the device counter itself, as the original design did,
+	// is racy: when the copy executes late, the counter may already count a later signal whose
+	// data has not landed, and the peer's wait() would return too early.)
 	RemoteSignal uint64
 
 	Peer int // remote rank, for logs and errors
@@ -35,9 +33,8 @@ func (c *Conn) check(id int) error {
 	if err := checkRegion("remote buffer", c.RemoteBuf, c.RemoteSize); err != nil {
 		return fmt.Errorf("%w: connection %d (%s): %w", ErrConfig, id, c, err)
 	}
-	if c.LocalSignal == 0 || c.RemoteSignal == 0 {
-		return fmt.Errorf("%w: connection %d (%s): a signal address is 0 (local %#x, remote %#x)",
-			ErrConfig, id, c, c.LocalSignal, c.RemoteSignal)
+	if c.RemoteSignal == 0 {
+		return fmt.Errorf("%w: connection %d (%s): the remote signal address is 0", ErrConfig, id, c)
 	}
 	return nil
 }

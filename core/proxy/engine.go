@@ -5,8 +5,8 @@ package proxy
 //
 // Every call comes from the proxy's one goroutine, on its locked OS thread, after Config.InitThread
 // has run there; an Engine needs no locking of its own for the proxy's sake. Copies are ordered:
-// a copy may start only after every earlier copy has completed, as on one CUDA stream. The proxy
-// relies on that order to publish a signal only after the data it announces.
+// a copy or value write may start only after every earlier one has completed, as on one CUDA
+// stream. The proxy relies on that order to publish a signal only after the data it announces.
 //
 // Once a call has returned an error the proxy makes no further Copy or Drain calls until it is
 // discarded; it keeps calling PublishTail (ignoring its errors) so that GPU producers waiting for
@@ -16,6 +16,11 @@ type Engine interface {
 	// addresses mapped into the device. n is never 0. The proxy has already checked both ranges
 	// against the connection's registered memory.
 	Copy(dst, src, n uint64) error
+
+	// WriteValue enqueues, after every earlier copy, an 8-byte store of value at dst. The value is
+	// the one given now, not read from memory when the store executes: that is what makes a signal
+	// carry its own epoch (see Conn.RemoteSignal).
+	WriteValue(dst, value uint64) error
 
 	// Drain blocks until every copy enqueued so far has completed. It must return within a bounded
 	// time: Stop waits for a Drain in progress, so an engine whose device may hang should poll for

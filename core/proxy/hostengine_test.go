@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Host memory with fake device addresses. Regions are registered before the proxy starts and never
@@ -74,16 +75,19 @@ func (m *hostMemory) resolve(addr, n uint64) (*region, uint64, error) {
 	return nil, 0, fmt.Errorf("[%#x, +%#x) is not registered memory", addr, n)
 }
 
-// copyOp is one queued copy.
+// copyOp is one queued copy, or, when src is nil, one queued store of value.
 type copyOp struct {
 	dst, src   *region
 	dOff, sOff uint64
 	n          uint64
+	value      uint64
 	seq        uint64 // 1-based enqueue order
 }
 
 func (op copyOp) execute() {
 	switch {
+	case op.src == nil: // WriteValue into a word region; checked in WriteValue
+		atomic.StoreUint64(&op.dst.words[op.dOff/wordSize], op.value)
 	case op.dst.bytes != nil && op.src.bytes != nil:
 		copy(op.dst.bytes[op.dOff:op.dOff+op.n], op.src.bytes[op.sOff:op.sOff+op.n])
 	default: // words to words; checked in Copy
@@ -94,9 +98,9 @@ func (op copyOp) execute() {
 	}
 }
 
-// copyRecord is what the engine's trace keeps of one Copy call.
+// copyRecord is what the engine's trace keeps of one Copy or WriteValue call (src 0, value set).
 type copyRecord struct {
-	dst, src, n uint64
+	dst, src, n, value uint64
 }
 
 const engineQueueDepth = 1 << 12
@@ -111,6 +115,7 @@ type hostEngine struct {
 	enqueued  atomic.Uint64 // copies accepted by Copy
 	completed atomic.Uint64 // copies executed by the worker
 	slowCopy  bool          // the worker yields before each copy, widening every race window
+	signalLag time.Duration // the worker pauses after each write into a word region (a signal)
 
 	published atomic.Uint64 // the device-side triggerFifoTail
 
@@ -141,6 +146,9 @@ func (e *hostEngine) worker() {
 		}
 		op.execute()
 		e.completed.Store(op.seq)
+		if e.signalLag > 0 && op.dst.words != nil {
+			time.Sleep(e.signalLag) // later data lands only after the peer had time to look
+		}
 	}
 }
 
@@ -182,6 +190,33 @@ func (e *hostEngine) Copy(dst, src, n uint64) error {
 	return err
 }
 
+func (e *hostEngine) WriteValue(dst, value uint64) error {
+	call := e.calls.Add(1)
+	if e.failCopy.Load() == call {
+		return fmt.Errorf("write %d: %w", call, errInjected)
+	}
+	if e.tracing {
+		e.mu.Lock()
+		e.trace = append(e.trace, copyRecord{dst: dst, n: wordSize, value: value})
+		e.mu.Unlock()
+	}
+	d, dOff, err := e.mem.resolve(dst, wordSize)
+	if err == nil && (d.words == nil || dOff%wordSize != 0) {
+		err = fmt.Errorf("value write into a byte region or an unaligned word")
+	}
+	if err != nil {
+		e.mu.Lock()
+		if e.badAccess == nil {
+			e.badAccess = fmt.Errorf("WriteValue(%#x, %d): %w", dst, value, err)
+		}
+		e.mu.Unlock()
+		return err
+	}
+	seq := e.enqueued.Add(1)
+	e.ops <- copyOp{dst: d, dOff: dOff, n: wordSize, value: value, seq: seq}
+	return nil
+}
+
 func (e *hostEngine) Drain() error {
 	want := e.enqueued.Load()
 	for e.completed.Load() < want {
@@ -220,6 +255,7 @@ type nopEngine struct {
 	published      atomic.Uint64
 }
 
-func (e *nopEngine) Copy(dst, src, n uint64) error { e.copies.Add(1); return nil }
-func (e *nopEngine) Drain() error                  { e.drains.Add(1); return nil }
-func (e *nopEngine) PublishTail(tail uint64) error { e.published.Store(tail); return nil }
+func (e *nopEngine) Copy(dst, src, n uint64) error      { e.copies.Add(1); return nil }
+func (e *nopEngine) WriteValue(dst, value uint64) error { e.copies.Add(1); return nil }
+func (e *nopEngine) Drain() error                       { e.drains.Add(1); return nil }
+func (e *nopEngine) PublishTail(tail uint64) error      { e.published.Store(tail); return nil }

@@ -97,8 +97,8 @@ func (p *Proxy) pollOnce() bool {
 	return true
 }
 
-// handle checks a trigger and executes it: data copy, then the signal copy on the same ordered
-// queue, then the drain. Nothing is executed for a refused trigger or after an engine failure.
+// handle checks a trigger and executes it: data copy, then the signal (the connection's signal
+// count, written on the same ordered queue), then the drain. Nothing is executed for a refused trigger or after an engine failure.
 func (p *Proxy) handle(t fifo.Trigger) {
 	f := t.Decode()
 	if f.ConnID >= len(p.conns) {
@@ -131,8 +131,9 @@ func (p *Proxy) handle(t fifo.Trigger) {
 		}
 	}
 	if f.Type&fifo.Flag != 0 {
-		if err := p.engine.Copy(c.RemoteSignal, c.LocalSignal, signalEpochBytes); err != nil {
-			p.failEngine("enqueueing the signal copy", f.ConnID, t, err)
+		p.signals[f.ConnID]++
+		if err := p.engine.WriteValue(c.RemoteSignal, p.signals[f.ConnID]); err != nil {
+			p.failEngine("enqueueing the signal", f.ConnID, t, err)
 			return
 		}
 	}

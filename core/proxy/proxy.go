@@ -37,6 +37,8 @@ var (
 	ErrUnknownConnection = errs.New(errs.ErrInvalidArgument, "proxy: trigger names no connection")
 	// ErrOutOfRange: a trigger asked to read or write outside the connection's registered memory.
 	ErrOutOfRange = errs.New(errs.ErrInvalidArgument, "proxy: trigger outside registered memory")
+	// ErrRunning: the call needs a stopped proxy.
+	ErrRunning = errs.New(errs.ErrInvalidUsage, "proxy: running")
 	// ErrThreadInit: Config.InitThread failed, so Start did not start the loop.
 	ErrThreadInit = errs.New(errs.ErrInvalidUsage, "proxy: thread initialisation failed")
 )
@@ -96,6 +98,7 @@ type Proxy struct {
 	// Loop state: touched only by the loop goroutine while it runs, and by Start/Stop between
 	// runs (the done channel orders the two).
 	tail                  uint64
+	signals               []uint64 // Flag triggers executed, per connection: the epoch the next one writes, less one
 	engineFailed          bool
 	unknownConnectionSeen bool
 	finalDrainErr         error // the drain at the end of the last run
@@ -143,6 +146,7 @@ func New(cfg Config) (*Proxy, error) {
 		idleSpin:   cfg.IdleSpin,
 		idleSleep:  cfg.IdleSleep,
 		connFailed: make([]atomic.Bool, len(cfg.Conns)),
+		signals:    make([]uint64, len(cfg.Conns)),
 		connErrs:   make([]error, len(cfg.Conns)),
 	}
 	if p.log == nil {
@@ -197,6 +201,36 @@ func (p *Proxy) Stop() error {
 	<-p.done
 	p.running = false
 	return p.finalDrainErr
+}
+
+// AddConns appends connections to the table, after a new connection setup; the proxy must be
+// stopped. The new connections' ids follow the existing ones; tail and signal counts carry on.
+func (p *Proxy) AddConns(conns ...Conn) error {
+	p.lifeMu.Lock()
+	defer p.lifeMu.Unlock()
+	if p.running {
+		return fmt.Errorf("%w: connections added while the proxy runs", ErrRunning)
+	}
+	const maxConns = 1 << fifo.BitsConnID
+	if n := len(p.conns) + len(conns); n > maxConns {
+		return fmt.Errorf("%w: %d connections, a trigger can name at most %d", ErrConfig, n, maxConns)
+	}
+	for i := range conns {
+		if err := conns[i].check(len(p.conns) + i); err != nil {
+			return err
+		}
+	}
+	failed := make([]atomic.Bool, len(p.conns)+len(conns))
+	for i := range p.connFailed {
+		failed[i].Store(p.connFailed[i].Load())
+	}
+	p.errMu.Lock()
+	p.connErrs = append(p.connErrs, make([]error, len(conns))...)
+	p.errMu.Unlock()
+	p.connFailed = failed
+	p.conns = append(p.conns, conns...)
+	p.signals = append(p.signals, make([]uint64, len(conns))...)
+	return nil
 }
 
 // Err returns the first engine error, or nil. Once it is set the proxy executes no more triggers.

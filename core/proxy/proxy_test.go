@@ -177,10 +177,70 @@ func TestSignalOrdering(t *testing.T) {
 		round := flags - 1
 		assert.Equal(t, copyRecord{dst: e.remoteAddr + uint64(round*chunk), src: e.localAddr + uint64(round*chunk), n: chunk}, prev,
 			"round %d: the copy before the flag copy is not the round's data", round)
-		assert.Equal(t, copyRecord{dst: flagDst, src: e.localSignalAddr + epochDevice*wordSize, n: signalEpochBytes}, rec)
+		assert.Equal(t, copyRecord{dst: flagDst, n: wordSize, value: uint64(flags)}, rec, "the n-th signal writes epoch n")
 	}
 	assert.Equal(t, rounds, flags)
 	assert.Equal(t, uint64(rounds), atomic.LoadUint64(&e.peer.localSignalEpochID[epochProxy]))
+}
+
+// TestAddConns grows the table of a stopped proxy; the new connection works, the old one's
+// signal count carries on, and a running proxy refuses.
+func TestAddConns(t *testing.T) {
+	r := newRig(t, rigOptions{conns: 2, bufSize: 64})
+	first, second := r.ends[0], r.ends[1]
+	p := r.proxy
+	full := p.conns[1]
+	require.NoError(t, p.Stop())
+	p.conns, p.signals, p.connErrs = p.conns[:1], p.signals[:1], p.connErrs[:1] // as if only the first existed
+	require.NoError(t, p.Start())
+	first.dev.signal()
+	first.peer.wait()
+	assert.ErrorIs(t, p.AddConns(full), ErrRunning)
+
+	require.NoError(t, p.Stop())
+	require.NoError(t, p.AddConns(full))
+	require.NoError(t, p.Start())
+	fillRound(second, 0, 0, 64)
+	second.dev.putWithSignal(0, 0, 64)
+	second.peer.wait()
+	requireRound(t, second, 0, 0, 0, 64)
+	first.dev.signal()
+	first.peer.wait()
+	assert.Equal(t, uint64(2), atomic.LoadUint64(&first.peer.localSignalEpochID[epochProxy]), "the first connection's count went on")
+}
+
+// TestSignalCarriesItsOwnEpoch has many signals in flight while the engine lags after each
+// signal, so the device has bumped its epoch for later puts before earlier signals execute. Whatever epoch the peer sees,
+// the data of every put up to that epoch must have landed. A proxy that copied the live device
+// counter (instead of writing each signal's own epoch) fails here.
+func TestSignalCarriesItsOwnEpoch(t *testing.T) {
+	const (
+		chunk  = 256
+		rounds = 96 // less than the ring, so the device never waits for room
+	)
+	r := newRig(t, rigOptions{bufSize: chunk * rounds, signalLag: time.Millisecond})
+	e := r.ends[0]
+	for round := range rounds {
+		fillRound(e, round, round*chunk, chunk)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { // the peer: checks every round up to each epoch it observes
+		checked := 0
+		deadline := time.Now().Add(10 * time.Second)
+		for checked < rounds && time.Now().Before(deadline) {
+			seen := int(atomic.LoadUint64(&e.peer.localSignalEpochID[epochProxy]))
+			for ; checked < seen; checked++ {
+				requireRoundNoFatal(t, e, checked, checked*chunk, checked*chunk, chunk)
+			}
+		}
+		assert.Equal(t, rounds, checked, "the peer saw every signal")
+	})
+	for round := range rounds {
+		off := uint64(round * chunk)
+		e.dev.putWithSignal(off, off, chunk)
+	}
+	wg.Wait()
+	e.dev.flush()
 }
 
 func requireRoundNoFatal(t *testing.T, e *endpoint, round, dst, src, n int) {
@@ -280,7 +340,7 @@ func TestFitsDoesNotOverflow(t *testing.T) {
 }
 
 func TestNewRefuses(t *testing.T) {
-	good := Conn{LocalBuf: 0x1000, LocalSize: 64, RemoteBuf: 0x2000, RemoteSize: 64, LocalSignal: 0x3000, RemoteSignal: 0x4008}
+	good := Conn{LocalBuf: 0x1000, LocalSize: 64, RemoteBuf: 0x2000, RemoteSize: 64, RemoteSignal: 0x4008}
 	withConn := func(edit func(*Conn)) []Conn {
 		c := good
 		edit(&c)
@@ -464,8 +524,9 @@ func (e *initCheckEngine) Copy(dst, src, n uint64) error {
 	e.check()
 	return e.Engine.Copy(dst, src, n)
 }
-func (e *initCheckEngine) Drain() error               { e.check(); return e.Engine.Drain() }
-func (e *initCheckEngine) PublishTail(t uint64) error { e.check(); return e.Engine.PublishTail(t) }
+func (e *initCheckEngine) WriteValue(d, v uint64) error { e.check(); return e.Engine.WriteValue(d, v) }
+func (e *initCheckEngine) Drain() error                 { e.check(); return e.Engine.Drain() }
+func (e *initCheckEngine) PublishTail(t uint64) error   { e.check(); return e.Engine.PublishTail(t) }
 
 func TestInitThread(t *testing.T) {
 	var (
@@ -515,7 +576,7 @@ func TestInitThread(t *testing.T) {
 func TestNoAllocationPerTrigger(t *testing.T) {
 	engine := &nopEngine{}
 	slots := AlignedSlots(fifo.FifoSize)
-	conn := Conn{LocalBuf: 0x1000, LocalSize: 1 << 20, RemoteBuf: 0x200000, RemoteSize: 1 << 20, LocalSignal: 0x3000, RemoteSignal: 0x4008}
+	conn := Conn{LocalBuf: 0x1000, LocalSize: 1 << 20, RemoteBuf: 0x200000, RemoteSize: 1 << 20, RemoteSignal: 0x4008}
 	p, err := New(Config{Slots: slots, Conns: []Conn{conn}, Engine: engine})
 	require.NoError(t, err)
 	types := []fifo.TriggerType{fifo.Data, fifo.Flag, fifo.Data | fifo.Flag, fifo.Sync, fifo.Data | fifo.Flag | fifo.Sync}
@@ -554,7 +615,7 @@ func TestNoAllocationPerTrigger(t *testing.T) {
 func BenchmarkProxyTrigger(b *testing.B) {
 	engine := &nopEngine{}
 	slots := AlignedSlots(fifo.FifoSize)
-	conn := Conn{LocalBuf: 0x1000, LocalSize: 1 << 20, RemoteBuf: 0x200000, RemoteSize: 1 << 20, LocalSignal: 0x3000, RemoteSignal: 0x4008}
+	conn := Conn{LocalBuf: 0x1000, LocalSize: 1 << 20, RemoteBuf: 0x200000, RemoteSize: 1 << 20, RemoteSignal: 0x4008}
 	tail := &atomic.Uint64{}
 	p, err := New(Config{Slots: slots, Conns: []Conn{conn}, Engine: tailEngine{engine, tail}})
 	require.NoError(b, err)

@@ -47,6 +47,7 @@ type rigOptions struct {
 	conns      int
 	bufSize    int
 	slowCopy   bool
+	signalLag  time.Duration // the engine pauses this long after each write into a signal word
 	tracing    bool
 	idleSpin   time.Duration
 	initThread func() error
@@ -83,6 +84,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	r := &rig{t: t, mem: newHostMemory(), slots: AlignedSlots(fifo.FifoSize), logs: &logBuffer{}}
 	r.engine = newHostEngine(r.mem)
 	r.engine.slowCopy = o.slowCopy
+	r.engine.signalLag = o.signalLag
 	r.engine.tracing = o.tracing
 	conns := make([]Conn, o.conns)
 	for i := range o.conns {
@@ -96,7 +98,6 @@ func newRig(t *testing.T, o rigOptions) *rig {
 		conns[i] = Conn{
 			LocalBuf: e.localAddr, LocalSize: uint64(o.bufSize),
 			RemoteBuf: e.remoteAddr, RemoteSize: uint64(o.bufSize),
-			LocalSignal:  e.localSignalAddr + epochDevice*wordSize,
 			RemoteSignal: e.peerSignalAddr + epochProxy*wordSize,
 			Peer:         i + 1, Tag: 10 + i,
 		}
