@@ -25,7 +25,7 @@ EXAMPLES     := $(BUILD)/examples/bootstrap
 TEST_BINS    := $(BUILD)/tests/refusals
 
 .PHONY: all lib headers pkgconfig install deps test vet gotest fuzz abi-check examples \
-	examples-test capi-test mpi-gotest gpu-bundle gpu-test clean help
+	examples-test capi-test mpi-gotest gpu-bundle gpu-test gpu-bench clean help
 
 all: lib headers pkgconfig ## build libmscclpp.so, the public headers and the pkg-config file
 
@@ -118,6 +118,9 @@ gpu-bundle: all ## build everything `make gpu-test` needs into build/ (needs Go)
 			$(GO) test -c -o $(BUILD)/gotest/$$(echo $$pkg | tr / _).test ./$$pkg || exit 1; \
 		fi; \
 	done
+
+gpu-bench: ## on the GPU host: build and run the benchmarks against build/ (ARGS=... passes options)
+	./scripts/gpu-bench.sh $(ARGS)
 
 gpu-test: ## on the GPU host: build the CUDA/MPI programs against build/, run them and the Go test binaries
 	./scripts/gpu-test.sh

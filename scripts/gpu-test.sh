@@ -75,7 +75,8 @@ nvcc_flags="-std=c++17 -O2 -arch=sm_90 -I$build/include $mpi_inc -DOMPI_SKIP_MPI
 for src in examples/mpi/legacy_*/main.cu; do
 	[ -e "$src" ] || continue
 	name=$(basename "$(dirname "$src")")
-	if nvcc $nvcc_flags "$src" -o "$bin/$name" $link -Xlinker "$(echo $mpi_lib | sed 's/ /,/g')" 2>&1; then
+	if nvcc $nvcc_flags "$src" -o "$bin/$name" -L"$build/lib" -lmscclpp -Xlinker "-rpath,$build/lib" \
+		-Xlinker "$(echo $mpi_lib | sed 's/ /,/g')" 2>&1; then
 		run "$name" 300 $mpirun -np "$np" "$bin/$name"
 	else
 		result "build $name" 1
