@@ -1,5 +1,5 @@
-// legacy_test_util.h: shared pieces of the CUDA/MPI programs in examples/mpi/legacy_* and
-// examples/mpi/legacy_*, all written only against the public MSCCL++ 0.1 header.
+// legacy_test_util.h: shared pieces of the CUDA/MPI test programs in examples/mpi/legacy_*, all
+// written only against the public MSCCL++ 0.1 header.
 //
 // What is here:
 //   - error checks for CUDA and mscclpp calls that name the rank, the call and the error, then
