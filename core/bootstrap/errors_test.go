@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
 
 // requireErr requires err to match both sentinel and class and, if given, to mention each of words.
@@ -120,9 +122,9 @@ func TestCanceledContext(t *testing.T) {
 }
 
 func TestBadMagicRefusedByRoot(t *testing.T) {
-	var logs logBuffer
+	var logs testutil.LogBuffer
 	opts := quiet(5 * time.Second)
-	opts.Logger = logs.logger()
+	opts.Logger = logs.Logger(slog.LevelWarn)
 	root, join := newJob(t, opts)
 	rootAddr := root.addr
 
@@ -147,9 +149,9 @@ func TestBadMagicRefusedByRoot(t *testing.T) {
 }
 
 func TestBadMagicRefusedByRank(t *testing.T) {
-	var logs logBuffer
+	var logs testutil.LogBuffer
 	opts := quiet(5 * time.Second)
-	opts.Logger = logs.logger()
+	opts.Logger = logs.Logger(slog.LevelWarn)
 	ranks := bootJob(t, 3, opts)
 
 	for _, msg := range [][]byte{
@@ -183,9 +185,9 @@ func TestNranksMismatch(t *testing.T) {
 	requireErr(t, root.Wait(), ErrNranksMismatch, errs.ErrRemote, "nranks=2", "nranks=3")
 
 	// A peer link whose handshake disagrees is refused too.
-	var logs logBuffer
+	var logs testutil.LogBuffer
 	opts := quiet(5 * time.Second)
-	opts.Logger = logs.logger()
+	opts.Logger = logs.Logger(slog.LevelWarn)
 	ranks := bootJob(t, 2, opts)
 	c := rawDial(t, ranks[0].addr)
 	_, err := c.Write(encodeHandshake(handshake{magic: ranks[0].magic, version: protocolVersion, rank: 1, nranks: 5}))

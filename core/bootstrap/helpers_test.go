@@ -1,7 +1,6 @@
 package bootstrap
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -19,28 +18,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // quiet returns Options with the given timeout and a logger that drops everything.
 func quiet(timeout time.Duration) Options {
 	return Options{Timeout: timeout, Logger: slog.New(slog.DiscardHandler)}
-}
-
-// logBuffer collects log lines for tests that check what was logged.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // joinAll runs join for ranks 0..n-1 concurrently and returns their results; the ranks that

@@ -2,59 +2,33 @@ package fifo
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/mscclpp-go/mscclpp/internal/abi"
 )
 
-// mirrorCase pairs a number of the C headers, named as internal/abi names it, with the Go value
-// that must equal it.
-type mirrorCase struct {
-	cName   string
-	goValue uint64
-}
-
-func checkMirror(t *testing.T, cases []mirrorCase) {
-	t.Helper()
-	var table strings.Builder
-	fmt.Fprintf(&table, "\n%-56s %8s %8s\n", "C", "C value", "Go value")
-	for _, mc := range cases {
-		cValue, ok := abi.Lookup(mc.cName)
-		if !ok {
-			t.Errorf("internal/abi has no entry %q", mc.cName)
-			continue
-		}
-		fmt.Fprintf(&table, "%-56s %8d %8d\n", mc.cName, cValue, mc.goValue)
-		if cValue != mc.goValue {
-			t.Errorf("%s = %d in C, %d in Go", mc.cName, cValue, mc.goValue)
-		}
-	}
-	t.Log(table.String())
-}
-
 func TestTriggerLayout(t *testing.T) {
 	var tr Trigger
-	checkMirror(t, []mirrorCase{
-		{"sizeof(mscclppTrigger)", uint64(unsafe.Sizeof(tr))},
-		{"offsetof(mscclppTrigger, value)", uint64(unsafe.Offsetof(tr.Value))},
-		{"sizeof(mscclppTriggerType_t)", uint64(unsafe.Sizeof(TriggerType(0)))},
-		{"bitword(mscclppTrigger.fields.dataSize)", 0},
-		{"bitshift(mscclppTrigger.fields.dataSize)", sizeShift},
-		{"bitwidth(mscclppTrigger.fields.dataSize)", BitsSize},
-		{"bitword(mscclppTrigger.fields.srcDataOffset)", 0},
-		{"bitshift(mscclppTrigger.fields.srcDataOffset)", srcOffsetShift},
-		{"bitwidth(mscclppTrigger.fields.srcDataOffset)", BitsOffset},
-		{"bitword(mscclppTrigger.fields.dstDataOffset)", 1},
-		{"bitshift(mscclppTrigger.fields.dstDataOffset)", dstOffsetShift},
-		{"bitwidth(mscclppTrigger.fields.dstDataOffset)", BitsOffset},
-		{"bitword(mscclppTrigger.fields.connId)", 1},
-		{"bitshift(mscclppTrigger.fields.connId)", connIDShift},
-		{"bitwidth(mscclppTrigger.fields.connId)", BitsConnID},
-		{"bitword(mscclppTrigger.fields.type)", 1},
-		{"bitshift(mscclppTrigger.fields.type)", typeShift},
-		{"bitwidth(mscclppTrigger.fields.type)", BitsType},
+	abi.CheckMirrors(t, []abi.Mirror{
+		{CName: "sizeof(mscclppTrigger)", GoValue: uint64(unsafe.Sizeof(tr))},
+		{CName: "offsetof(mscclppTrigger, value)", GoValue: uint64(unsafe.Offsetof(tr.Value))},
+		{CName: "sizeof(mscclppTriggerType_t)", GoValue: uint64(unsafe.Sizeof(TriggerType(0)))},
+		{CName: "bitword(mscclppTrigger.fields.dataSize)", GoValue: 0},
+		{CName: "bitshift(mscclppTrigger.fields.dataSize)", GoValue: sizeShift},
+		{CName: "bitwidth(mscclppTrigger.fields.dataSize)", GoValue: BitsSize},
+		{CName: "bitword(mscclppTrigger.fields.srcDataOffset)", GoValue: 0},
+		{CName: "bitshift(mscclppTrigger.fields.srcDataOffset)", GoValue: srcOffsetShift},
+		{CName: "bitwidth(mscclppTrigger.fields.srcDataOffset)", GoValue: BitsOffset},
+		{CName: "bitword(mscclppTrigger.fields.dstDataOffset)", GoValue: 1},
+		{CName: "bitshift(mscclppTrigger.fields.dstDataOffset)", GoValue: dstOffsetShift},
+		{CName: "bitwidth(mscclppTrigger.fields.dstDataOffset)", GoValue: BitsOffset},
+		{CName: "bitword(mscclppTrigger.fields.connId)", GoValue: 1},
+		{CName: "bitshift(mscclppTrigger.fields.connId)", GoValue: connIDShift},
+		{CName: "bitwidth(mscclppTrigger.fields.connId)", GoValue: BitsConnID},
+		{CName: "bitword(mscclppTrigger.fields.type)", GoValue: 1},
+		{CName: "bitshift(mscclppTrigger.fields.type)", GoValue: typeShift},
+		{CName: "bitwidth(mscclppTrigger.fields.type)", GoValue: BitsType},
 	})
 	// Go cannot express alignas(16): the C side is 16-aligned and every C allocation of a
 	// trigger honours that, so a Go Trigger must never be the storage the GPU stores into.
@@ -69,27 +43,27 @@ func TestTriggerLayout(t *testing.T) {
 
 func TestConcurrentFifoLayout(t *testing.T) {
 	var f ConcurrentFifo
-	checkMirror(t, []mirrorCase{
-		{"sizeof(mscclppConcurrentFifo)", uint64(unsafe.Sizeof(f))},
-		{"alignof(mscclppConcurrentFifo)", uint64(unsafe.Alignof(f))},
-		{"offsetof(mscclppConcurrentFifo, triggerFifo)", uint64(unsafe.Offsetof(f.TriggerFifo))},
-		{"offsetof(mscclppConcurrentFifo, triggerFifoTail)", uint64(unsafe.Offsetof(f.TriggerFifoTail))},
-		{"offsetof(mscclppConcurrentFifo, triggerFifoHead)", uint64(unsafe.Offsetof(f.TriggerFifoHead))},
-		{"offsetof(mscclppConcurrentFifo, connId)", uint64(unsafe.Offsetof(f.ConnID))},
+	abi.CheckMirrors(t, []abi.Mirror{
+		{CName: "sizeof(mscclppConcurrentFifo)", GoValue: uint64(unsafe.Sizeof(f))},
+		{CName: "alignof(mscclppConcurrentFifo)", GoValue: uint64(unsafe.Alignof(f))},
+		{CName: "offsetof(mscclppConcurrentFifo, triggerFifo)", GoValue: uint64(unsafe.Offsetof(f.TriggerFifo))},
+		{CName: "offsetof(mscclppConcurrentFifo, triggerFifoTail)", GoValue: uint64(unsafe.Offsetof(f.TriggerFifoTail))},
+		{CName: "offsetof(mscclppConcurrentFifo, triggerFifoHead)", GoValue: uint64(unsafe.Offsetof(f.TriggerFifoHead))},
+		{CName: "offsetof(mscclppConcurrentFifo, connId)", GoValue: uint64(unsafe.Offsetof(f.ConnID))},
 	})
 }
 
 func TestConstantsMatchHeaders(t *testing.T) {
-	checkMirror(t, []mirrorCase{
-		{"mscclppData", uint64(Data)},
-		{"mscclppFlag", uint64(Flag)},
-		{"mscclppSync", uint64(Sync)},
-		{"MSCCLPP_BITS_SIZE", BitsSize},
-		{"MSCCLPP_BITS_OFFSET", BitsOffset},
-		{"MSCCLPP_BITS_TYPE", BitsType},
-		{"MSCCLPP_BITS_CONNID", BitsConnID},
-		{"MSCCLPP_PROXY_FIFO_SIZE", FifoSize},
-		{"MSCCLPP_PROXY_FIFO_FLUSH_COUNTER", FlushCounter},
+	abi.CheckMirrors(t, []abi.Mirror{
+		{CName: "mscclppData", GoValue: uint64(Data)},
+		{CName: "mscclppFlag", GoValue: uint64(Flag)},
+		{CName: "mscclppSync", GoValue: uint64(Sync)},
+		{CName: "MSCCLPP_BITS_SIZE", GoValue: BitsSize},
+		{CName: "MSCCLPP_BITS_OFFSET", GoValue: BitsOffset},
+		{CName: "MSCCLPP_BITS_TYPE", GoValue: BitsType},
+		{CName: "MSCCLPP_BITS_CONNID", GoValue: BitsConnID},
+		{CName: "MSCCLPP_PROXY_FIFO_SIZE", GoValue: FifoSize},
+		{CName: "MSCCLPP_PROXY_FIFO_FLUSH_COUNTER", GoValue: FlushCounter},
 	})
 }
 

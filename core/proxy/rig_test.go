@@ -1,9 +1,7 @@
 package proxy
 
 import (
-	"bytes"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mscclpp-go/mscclpp/core/fifo"
+	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -40,7 +39,7 @@ type rig struct {
 	head   atomic.Uint64
 	proxy  *Proxy
 	ends   []*endpoint
-	logs   *logBuffer
+	logs   *testutil.LogBuffer
 }
 
 type rigOptions struct {
@@ -55,24 +54,6 @@ type rigOptions struct {
 	noStart    bool
 }
 
-// logBuffer collects log lines; safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(b)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 func newRig(t *testing.T, o rigOptions) *rig {
 	t.Helper()
 	if o.conns == 0 {
@@ -81,7 +62,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	if o.bufSize == 0 {
 		o.bufSize = 1 << 16
 	}
-	r := &rig{t: t, mem: newHostMemory(), slots: AlignedSlots(fifo.FifoSize), logs: &logBuffer{}}
+	r := &rig{t: t, mem: newHostMemory(), slots: AlignedSlots(fifo.FifoSize), logs: &testutil.LogBuffer{}}
 	r.engine = newHostEngine(r.mem)
 	r.engine.slowCopy = o.slowCopy
 	r.engine.signalLag = o.signalLag
@@ -111,7 +92,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	}
 	p, err := New(Config{
 		Slots: r.slots, Conns: conns, Engine: engine, InitThread: o.initThread,
-		Logger:   slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:   r.logs.Logger(slog.LevelDebug),
 		IdleSpin: o.idleSpin,
 	})
 	require.NoError(t, err)

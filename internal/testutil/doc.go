@@ -1,0 +1,3 @@
+// Package testutil holds small helpers shared by the tests of several packages. Nothing in the
+// library imports it.
+package testutil
