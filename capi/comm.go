@@ -147,11 +147,7 @@ func mscclppCommInitRankFromId(comm *C.mscclppComm_t, nranks C.int, id C.mscclpp
 
 //export mscclppBootstrapAllGather
 func mscclppBootstrapAllGather(comm C.mscclppComm_t, data unsafe.Pointer, size C.int) C.mscclppResult_t {
-	return call("mscclppBootstrapAllGather", func() error {
-		c, err := lookupComm(comm)
-		if err != nil {
-			return err
-		}
+	return callComm("mscclppBootstrapAllGather", comm, func(c *core.Comm) error {
 		if size < 0 {
 			return invalidArg("size is %d, want >= 0", size)
 		}
@@ -169,11 +165,7 @@ func mscclppBootstrapAllGather(comm C.mscclppComm_t, data unsafe.Pointer, size C
 
 //export mscclppBootstrapBarrier
 func mscclppBootstrapBarrier(comm C.mscclppComm_t) C.mscclppResult_t {
-	return call("mscclppBootstrapBarrier", func() error {
-		c, err := lookupComm(comm)
-		if err != nil {
-			return err
-		}
+	return callComm("mscclppBootstrapBarrier", comm, func(c *core.Comm) error {
 		return c.Bootstrap().Barrier(context.Background())
 	})
 }
@@ -191,13 +183,9 @@ func mscclppCommDestroy(comm C.mscclppComm_t) C.mscclppResult_t {
 
 //export mscclppCommRank
 func mscclppCommRank(comm C.mscclppComm_t, rank *C.int) C.mscclppResult_t {
-	return call("mscclppCommRank", func() error {
+	return callComm("mscclppCommRank", comm, func(c *core.Comm) error {
 		if rank == nil {
 			return invalidArg("rank is NULL")
-		}
-		c, err := lookupComm(comm)
-		if err != nil {
-			return err
 		}
 		*rank = C.int(c.Rank())
 		return nil
@@ -206,13 +194,9 @@ func mscclppCommRank(comm C.mscclppComm_t, rank *C.int) C.mscclppResult_t {
 
 //export mscclppCommSize
 func mscclppCommSize(comm C.mscclppComm_t, size *C.int) C.mscclppResult_t {
-	return call("mscclppCommSize", func() error {
+	return callComm("mscclppCommSize", comm, func(c *core.Comm) error {
 		if size == nil {
 			return invalidArg("size is NULL")
-		}
-		c, err := lookupComm(comm)
-		if err != nil {
-			return err
 		}
 		*size = C.int(c.Size())
 		return nil

@@ -62,11 +62,7 @@ func freeDeviceConnections(h C.mscclppComm_t) {
 //export mscclppConnect
 func mscclppConnect(comm C.mscclppComm_t, remoteRank C.int, tag C.int, localBuff unsafe.Pointer,
 	buffSize C.uint64_t, transportType C.mscclppTransport_t, ibDev *C.char) C.mscclppResult_t {
-	return call("mscclppConnect", func() error {
-		c, err := lookupComm(comm)
-		if err != nil {
-			return err
-		}
+	return callComm("mscclppConnect", comm, func(c *core.Comm) error {
 		if localBuff == nil {
 			return invalidArg("localBuff is NULL")
 		}
@@ -83,11 +79,7 @@ func mscclppConnect(comm C.mscclppComm_t, remoteRank C.int, tag C.int, localBuff
 
 //export mscclppConnectionSetup
 func mscclppConnectionSetup(comm C.mscclppComm_t) C.mscclppResult_t {
-	return call("mscclppConnectionSetup", func() error {
-		c, err := lookupComm(comm)
-		if err != nil {
-			return err
-		}
+	return callComm("mscclppConnectionSetup", comm, func(c *core.Comm) error {
 		return c.ConnectionSetup(context.Background())
 	})
 }
@@ -141,22 +133,14 @@ func mscclppGetDeviceConnection(comm C.mscclppComm_t, remoteRank C.int, tag C.in
 
 //export mscclppProxyLaunch
 func mscclppProxyLaunch(comm C.mscclppComm_t) C.mscclppResult_t {
-	return call("mscclppProxyLaunch", func() error {
-		c, err := lookupComm(comm)
-		if err != nil {
-			return err
-		}
+	return callComm("mscclppProxyLaunch", comm, func(c *core.Comm) error {
 		return c.ProxyLaunch()
 	})
 }
 
 //export mscclppProxyStop
 func mscclppProxyStop(comm C.mscclppComm_t) C.mscclppResult_t {
-	return call("mscclppProxyStop", func() error {
-		c, err := lookupComm(comm)
-		if err != nil {
-			return err
-		}
+	return callComm("mscclppProxyStop", comm, func(c *core.Comm) error {
 		return c.ProxyStop()
 	})
 }

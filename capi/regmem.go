@@ -35,16 +35,12 @@ func forgetRegistrations(h C.mscclppComm_t) {
 
 //export mscclppRegisterBuffer
 func mscclppRegisterBuffer(comm C.mscclppComm_t, localMemory unsafe.Pointer, size C.size_t, regMem *C.mscclppRegisteredMemory) C.mscclppResult_t {
-	return call("mscclppRegisterBuffer", func() error {
+	return callComm("mscclppRegisterBuffer", comm, func(c *core.Comm) error {
 		if localMemory == nil || regMem == nil {
 			return invalidArg("local_memory or regMem is NULL")
 		}
 		if size == 0 {
 			return invalidArg("size is 0")
-		}
-		c, err := lookupComm(comm)
-		if err != nil {
-			return err
 		}
 		reg, err := c.RegisterBuffer(context.Background(), cuda.DevicePtr(uintptr(localMemory)), uint64(size))
 		if err != nil {

@@ -7,9 +7,11 @@ import "C"
 
 import (
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 
+	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/errs"
 	"github.com/mscclpp-go/mscclpp/internal/logging"
 )
@@ -54,10 +56,28 @@ func setup() {
 
 // call runs one export's body: it recovers panics, logs the reason for a refusal or failure, and
 // maps the error to a result code.
-func call(op string, body func() error) (res C.mscclppResult_t) {
+func call(op string, body func() error) C.mscclppResult_t {
+	return run(op, logging.Logger, body)
+}
+
+// callComm is call for exports that act on a communicator: it looks the handle up first, and logs
+// through the communicator's logger, whose lines carry its rank.
+func callComm(op string, comm C.mscclppComm_t, body func(c *core.Comm) error) C.mscclppResult_t {
+	log := logging.Logger()
+	return run(op, func() *slog.Logger { return log }, func() error {
+		c, err := lookupComm(comm)
+		if err != nil {
+			return err
+		}
+		log = c.Logger()
+		return body(c)
+	})
+}
+
+func run(op string, logger func() *slog.Logger, body func() error) (res C.mscclppResult_t) {
 	defer func() {
 		if p := recover(); p != nil {
-			logging.Logger().Error("panic in C API call; please report this bug",
+			logger().Error("panic in C API call; please report this bug",
 				"op", op, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			res = C.mscclppInternalError
 		}
@@ -65,7 +85,7 @@ func call(op string, body func() error) (res C.mscclppResult_t) {
 	setup()
 	err := body()
 	if err != nil {
-		logging.Logger().Warn(op+" failed", "err", err)
+		logger().Warn(op+" failed", "err", err)
 	}
 	return toResult(err)
 }

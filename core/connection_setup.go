@@ -75,25 +75,36 @@ func (c *Comm) bufferDevice(indices []int) (cuda.Device, error) {
 	}
 	for _, i := range indices {
 		conn := c.conns[i]
-		typ, err := cuda.PointerMemoryType(conn.localBuf)
-		if errors.Is(err, cuda.ErrNoDevice) || errors.Is(err, cuda.ErrDriverNotFound) {
-			return 0, fmt.Errorf("connection to rank %d tag %d: %w", conn.remoteRank, conn.tag, err)
-		}
-		if err != nil || typ != cuda.MemoryTypeDevice {
-			return 0, fmt.Errorf("connection to rank %d tag %d: buffer %#x is not CUDA device memory (P2P needs a cudaMalloc'd buffer): %w",
-				conn.remoteRank, conn.tag, uint64(conn.localBuf), errs.ErrInvalidArgument)
-		}
-		ordinal, err := cuda.PointerDeviceOrdinal(conn.localBuf)
+		what := fmt.Sprintf("connection to rank %d tag %d", conn.remoteRank, conn.tag)
+		d, err := deviceOf(conn.localBuf, dev, what)
 		if err != nil {
-			return 0, fmt.Errorf("connection to rank %d tag %d: %w", conn.remoteRank, conn.tag, err)
+			return 0, err
 		}
-		if dev >= 0 && cuda.Device(ordinal) != dev {
-			return 0, fmt.Errorf("connection to rank %d tag %d: buffer is on GPU %d but this rank uses GPU %d (one GPU per rank): %w",
-				conn.remoteRank, conn.tag, ordinal, dev, errs.ErrInvalidArgument)
-		}
-		dev = cuda.Device(ordinal)
+		dev = d
 	}
 	return dev, nil
+}
+
+// deviceOf returns the GPU that owns p, refusing host memory and, when want >= 0, memory of
+// another GPU (one GPU per rank). what names the buffer in errors.
+func deviceOf(p cuda.DevicePtr, want cuda.Device, what string) (cuda.Device, error) {
+	typ, err := cuda.PointerMemoryType(p)
+	if errors.Is(err, cuda.ErrNoDevice) || errors.Is(err, cuda.ErrDriverNotFound) {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	if err != nil || typ != cuda.MemoryTypeDevice {
+		return 0, fmt.Errorf("%s: buffer %#x is not CUDA device memory (P2P needs a cudaMalloc'd buffer): %w",
+			what, uint64(p), errs.ErrInvalidArgument)
+	}
+	ordinal, err := cuda.PointerDeviceOrdinal(p)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	if want >= 0 && cuda.Device(ordinal) != want {
+		return 0, fmt.Errorf("%s: buffer is on GPU %d but this rank uses GPU %d (one GPU per rank): %w",
+			what, ordinal, want, errs.ErrInvalidArgument)
+	}
+	return cuda.Device(ordinal), nil
 }
 
 // setUp allocates the counters of the pending connections, exchanges their locations with the

@@ -53,7 +53,7 @@ func (c *Comm) RegisterBuffer(ctx context.Context, buf cuda.DevicePtr, size uint
 	if len(c.conns) == 0 {
 		return nil, fmt.Errorf("register buffer: no connections to register it with: %w", ErrNotSetUp)
 	}
-	if _, err := c.bufferDevice(nil); err != nil {
+	if _, err := deviceOf(buf, c.gpu.device, "register buffer"); err != nil {
 		return nil, err
 	}
 	unlock := lockThreadWithContext(c.gpu)
