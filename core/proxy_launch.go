@@ -51,11 +51,12 @@ func (c *Comm) ProxyLaunch() error {
 // proxyConnTable describes connections from index first on as the proxy's table entries.
 func (c *Comm) proxyConnTable(first int) []proxy.Conn {
 	table := make([]proxy.Conn, 0, len(c.conns)-first)
-	for _, conn := range c.conns[first:] {
+	for k, conn := range c.conns[first:] {
 		table = append(table, proxy.Conn{
 			LocalBuf: uint64(conn.localBuf), LocalSize: conn.size,
 			RemoteBuf: uint64(conn.remoteBuf), RemoteSize: conn.remoteSize,
 			RemoteSignal: uint64(conn.remoteSig) + proxyFieldShift, // &remoteSignalEpochId->proxy
+			SignalID:     first + k,                                // one signal count per legacy connection
 			Peer:         conn.remoteRank, Tag: conn.tag,
 		})
 	}

@@ -2,6 +2,9 @@ package proxy
 
 import "fmt"
 
+// MaxSignalID bounds Conn.SignalID (the proxy keeps one counter per id).
+const MaxSignalID = 1<<16 - 1
+
 // Conn is one entry of the proxy's connection table; a trigger's connId is its index. Addresses
 // are device addresses (or host memory mapped into the device) as the Engine understands them.
 type Conn struct {
@@ -18,6 +21,11 @@ type Conn struct {
 	// data has not landed, and the peer's wait() would return too early.)
 	RemoteSignal uint64
 
+	// SignalID names the signal count this connection's Flags advance. Connections that share a
+	// semaphore (port channels built on one semaphore) share its id and so its count; the legacy
+	// path gives each connection its own id. It must be in [0, MaxSignalID].
+	SignalID int
+
 	Peer int // remote rank, for logs and errors
 	Tag  int // the connection's tag, for logs and errors
 }
@@ -32,6 +40,9 @@ func (c *Conn) check(id int) error {
 	}
 	if err := checkRegion("remote buffer", c.RemoteBuf, c.RemoteSize); err != nil {
 		return fmt.Errorf("%w: connection %d (%s): %w", ErrConfig, id, c, err)
+	}
+	if c.SignalID < 0 || c.SignalID > MaxSignalID {
+		return fmt.Errorf("%w: connection %d (%s): signal id %d outside [0, %d]", ErrConfig, id, c, c.SignalID, MaxSignalID)
 	}
 	if c.RemoteSignal == 0 {
 		return fmt.Errorf("%w: connection %d (%s): the remote signal address is 0", ErrConfig, id, c)

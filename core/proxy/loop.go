@@ -131,8 +131,8 @@ func (p *Proxy) handle(t fifo.Trigger) {
 		}
 	}
 	if f.Type&fifo.Flag != 0 {
-		p.signals[f.ConnID]++
-		if err := p.engine.WriteValue(c.RemoteSignal, p.signals[f.ConnID]); err != nil {
+		p.signals[c.SignalID]++
+		if err := p.engine.WriteValue(c.RemoteSignal, p.signals[c.SignalID]); err != nil {
 			p.failEngine("enqueueing the signal", f.ConnID, t, err)
 			return
 		}

@@ -98,7 +98,7 @@ type Proxy struct {
 	// Loop state: touched only by the loop goroutine while it runs, and by Start/Stop between
 	// runs (the done channel orders the two).
 	tail                  uint64
-	signals               []uint64 // Flag triggers executed, per connection: the epoch the next one writes, less one
+	signals               []uint64 // Flag triggers executed per Conn.SignalID: the last epoch written
 	engineFailed          bool
 	unknownConnectionSeen bool
 	finalDrainErr         error // the drain at the end of the last run
@@ -146,7 +146,7 @@ func New(cfg Config) (*Proxy, error) {
 		idleSpin:   cfg.IdleSpin,
 		idleSleep:  cfg.IdleSleep,
 		connFailed: make([]atomic.Bool, len(cfg.Conns)),
-		signals:    make([]uint64, len(cfg.Conns)),
+		signals:    make([]uint64, signalTableSize(0, cfg.Conns)),
 		connErrs:   make([]error, len(cfg.Conns)),
 	}
 	if p.log == nil {
@@ -203,6 +203,14 @@ func (p *Proxy) Stop() error {
 	return p.finalDrainErr
 }
 
+// signalTableSize is the number of signal counters that covers have and every id in conns.
+func signalTableSize(have int, conns []Conn) int {
+	for _, c := range conns {
+		have = max(have, c.SignalID+1)
+	}
+	return have
+}
+
 // AddConns appends connections to the table, after a new connection setup; the proxy must be
 // stopped. The new connections' ids follow the existing ones; tail and signal counts carry on.
 func (p *Proxy) AddConns(conns ...Conn) error {
@@ -229,7 +237,9 @@ func (p *Proxy) AddConns(conns ...Conn) error {
 	p.errMu.Unlock()
 	p.connFailed = failed
 	p.conns = append(p.conns, conns...)
-	p.signals = append(p.signals, make([]uint64, len(conns))...)
+	if n := signalTableSize(len(p.signals), conns); n > len(p.signals) {
+		p.signals = append(p.signals, make([]uint64, n-len(p.signals))...)
+	}
 	return nil
 }
 

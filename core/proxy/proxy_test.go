@@ -209,6 +209,29 @@ func TestAddConns(t *testing.T) {
 	assert.Equal(t, uint64(2), atomic.LoadUint64(&first.peer.localSignalEpochID[epochProxy]), "the first connection's count went on")
 }
 
+// TestSharedSignalID: connections that share a signal id (port channels on one semaphore) share
+// its count, so the peer's wait counts signals from either.
+func TestSharedSignalID(t *testing.T) {
+	r := newRig(t, rigOptions{conns: 2, bufSize: 64, tracing: true})
+	require.NoError(t, r.proxy.Stop())
+	r.proxy.conns[1].SignalID = r.proxy.conns[0].SignalID
+	r.proxy.conns[1].RemoteSignal = r.proxy.conns[0].RemoteSignal
+	require.NoError(t, r.proxy.Start())
+	first, second := r.ends[0], r.ends[1]
+	first.dev.signal()
+	second.dev.signal()
+	first.dev.signal()
+	first.dev.flush()
+	second.dev.flush()
+	var values []uint64
+	for _, rec := range r.engine.traced() {
+		if rec.src == 0 && rec.dst == first.peerSignalAddr+epochProxy*wordSize {
+			values = append(values, rec.value)
+		}
+	}
+	assert.Equal(t, []uint64{1, 2, 3}, values, "one count across both connections")
+}
+
 // TestSignalCarriesItsOwnEpoch has many signals in flight while the engine lags after each
 // signal, so the device has bumped its epoch for later puts before earlier signals execute. Whatever epoch the peer sees,
 // the data of every put up to that epoch must have landed. A proxy that copied the live device
@@ -365,6 +388,10 @@ func TestNewRefuses(t *testing.T) {
 			Conns: withConn(func(c *Conn) { c.LocalBuf = 0 })}},
 		{"no signal address", Config{Slots: AlignedSlots(fifo.FifoSize), Engine: engine,
 			Conns: withConn(func(c *Conn) { c.RemoteSignal = 0 })}},
+		{"negative signal id", Config{Slots: AlignedSlots(fifo.FifoSize), Engine: engine,
+			Conns: withConn(func(c *Conn) { c.SignalID = -1 })}},
+		{"signal id too large", Config{Slots: AlignedSlots(fifo.FifoSize), Engine: engine,
+			Conns: withConn(func(c *Conn) { c.SignalID = MaxSignalID + 1 })}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

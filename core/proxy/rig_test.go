@@ -80,6 +80,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 			LocalBuf: e.localAddr, LocalSize: uint64(o.bufSize),
 			RemoteBuf: e.remoteAddr, RemoteSize: uint64(o.bufSize),
 			RemoteSignal: e.peerSignalAddr + epochProxy*wordSize,
+			SignalID:     i,
 			Peer:         i + 1, Tag: 10 + i,
 		}
 		e.dev = r.devConn(i)
