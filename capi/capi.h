@@ -1,7 +1,6 @@
-// Private to capi/: the C spelling of the types that the exported functions take and return, so
-// that cgo can read them (the public include/mscclpp.h is C++). Every value here must equal the
-// public header's; tests/capi/refusals.cpp, compiled against the public header, checks the
-// results these functions return.
+// Private to capi/: the C types the exported functions take and return, so that cgo can read them
+// (the public include/mscclpp.h is C++). The shared ones come from include/mscclpp/types.h; the
+// rest are declared here as cgo needs them.
 #ifndef MSCCLPP_CAPI_H_
 #define MSCCLPP_CAPI_H_
 
@@ -10,22 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum {
-  mscclppSuccess = 0,
-  mscclppUnhandledCudaError = 1,
-  mscclppSystemError = 2,
-  mscclppInternalError = 3,
-  mscclppInvalidArgument = 4,
-  mscclppInvalidUsage = 5,
-  mscclppRemoteError = 6,
-  mscclppInProgress = 7,
-  mscclppNumResults = 8
-} mscclppResult_t;
-
-#define MSCCLPP_UNIQUE_ID_BYTES 128
-typedef struct {
-  char internal[MSCCLPP_UNIQUE_ID_BYTES];
-} mscclppUniqueId;
+// mscclppResult_t, mscclppUniqueId and mscclppTransport_t come from the public C header itself.
+#include "../include/mscclpp/types.h"
 
 // A communicator handle as C sees it: C-allocated, never dereferenced by C, looked up by address
 // in a Go table. The magic only helps someone reading a core dump.
@@ -36,11 +21,6 @@ typedef struct mscclppComm* mscclppComm_t;
 
 typedef void (*mscclppLogHandler_t)(const char* msg);
 
-typedef enum {
-  mscclppTransportP2P = 0,
-  mscclppTransportSHM = 1,
-  mscclppTransportIB = 2,
-} mscclppTransport_t;
 
 // The device connection is laid out by include/mscclpp.h; here it is opaque. capi fills arrays
 // of it from the Go mirror core.DevConn, whose layout the tests check against the header.

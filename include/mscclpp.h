@@ -41,6 +41,7 @@
  * GPU sees a stale tail, which costs nothing while the ring is far from full. */
 #define MSCCLPP_PROXY_FIFO_FLUSH_COUNTER 4
 
+#include <mscclpp/types.h>
 #include <mscclppfifo.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -158,14 +159,6 @@ typedef struct mscclppComm* mscclppComm_t;
 /* A device connection; note that this names the struct itself, not a pointer to it. */
 typedef struct mscclppDevConn mscclppDevConn_t;
 
-/* Size in bytes of a mscclppUniqueId. */
-#define MSCCLPP_UNIQUE_ID_BYTES 128
-
-/* Rendezvous token that lets the ranks find each other; treat the bytes as opaque and pass them around unchanged. */
-typedef struct {
-  char internal[MSCCLPP_UNIQUE_ID_BYTES]; /* opaque contents, filled by mscclppGetUniqueId */
-} mscclppUniqueId;
-
 /* What a peer needs to address an InfiniBand memory region remotely. */
 struct mscclppIbMrInfo {
   uint64_t addr; /* start address of the region in the owner's address space */
@@ -190,29 +183,9 @@ struct mscclppRegisteredMemory {
   std::vector<mscclppRegisteredMemoryP2P> p2p; /* one entry per connection, in mscclppConnect order */
 };
 
-/* Result of every call. */
-typedef enum {
-  mscclppSuccess = 0,            /* the call succeeded */
-  mscclppUnhandledCudaError = 1, /* the CUDA driver or runtime failed */
-  mscclppSystemError = 2,        /* the operating system or the network failed */
-  mscclppInternalError = 3,      /* a bug in the library */
-  mscclppInvalidArgument = 4,    /* an argument is out of its domain */
-  mscclppInvalidUsage = 5,       /* the call is not valid in the current state */
-  mscclppRemoteError = 6,        /* a peer failed or misbehaved */
-  mscclppInProgress = 7,         /* the operation has started but not finished */
-  mscclppNumResults = 8          /* number of result codes; never returned */
-} mscclppResult_t;
-
 /* Makes a fresh rendezvous id. Local: one rank calls it and sends the id to all others out of band.
  * Does not block on other ranks. uniqueId: receives the id. */
 mscclppResult_t mscclppGetUniqueId(mscclppUniqueId* uniqueId);
-
-/* How a connection moves data. */
-typedef enum {
-  mscclppTransportP2P = 0, /* between GPUs of one host: CUDA IPC and copy engines over NVLink/PCIe */
-  mscclppTransportSHM = 1, /* host shared memory: reserved, not implemented */
-  mscclppTransportIB = 2,  /* InfiniBand RDMA */
-} mscclppTransport_t;
 
 /* Creates the communicator of rank `rank` among `nranks`, meeting at ipPortPair ("ip:port", where rank 0
  * listens). Collective; blocks until all ranks have joined or the bootstrap timeout expires.
