@@ -1,0 +1,168 @@
+/*
+ * mscclpp/core.h: the primitive API in C: bootstrap, context, endpoints, connections, registered
+ * memory, semaphores, memory and port channels, proxy service and communicator. C-compatible;
+ * exported by libmscclpp.so next to the legacy API of mscclpp.h.
+ *
+ * Handles (mscclppContext_t, ...) are opaque, created by the library, released by the matching
+ * Destroy/Release call; a released handle is refused with mscclppInvalidUsage. Serializable objects
+ * (endpoints, semaphore stubs, memory descriptors) are fixed-size byte structs that may be copied
+ * and sent through any channel (MPI, files, sockets).
+ *
+ * Every function returns mscclppSuccess or an error code; the reason of a failure is logged.
+ * "Collective" marks calls that the peer(s) must match; they block until matched or the bootstrap
+ * timeout (MSCCLPP_BOOTSTRAP_TIMEOUT, mscclppSetBootstrapConnTimeout) expires.
+ */
+#ifndef MSCCLPP_CORE_H_
+#define MSCCLPP_CORE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mscclpp/memory_channel_device.h>
+#include <mscclpp/port_channel_device.h>
+#include <mscclpp/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Bootstrap ---------------------------------------------------------------------------- */
+
+/* A TCP bootstrap: one per rank, out-of-band messages between the ranks of a job. */
+typedef struct mscclppBootstrap_s* mscclppBootstrap_t;
+
+/* Makes a rendezvous id and starts its root in the background (rank 0 calls it; share the id). */
+mscclppResult_t mscclppBootstrapCreateUniqueId(mscclppUniqueId* id);
+/* Joins the job of `nranks` ranks through `id` as `rank`. Collective; blocks until all joined. */
+mscclppResult_t mscclppBootstrapCreateFromId(mscclppBootstrap_t* bootstrap, int rank, int nranks, mscclppUniqueId id);
+/* Joins through "ip:port", "if:ip:port" or "[ipv6]:port"; rank 0 listens there. Collective. */
+mscclppResult_t mscclppBootstrapCreate(mscclppBootstrap_t* bootstrap, int rank, int nranks, const char* ifIpPort);
+/* This rank's index and the number of ranks. */
+mscclppResult_t mscclppBootstrapRank(mscclppBootstrap_t bootstrap, int* rank);
+mscclppResult_t mscclppBootstrapSize(mscclppBootstrap_t bootstrap, int* nranks);
+/* Sends `size` bytes to `peer` under `tag` (>= 0); returns once queued (data may be reused). */
+mscclppResult_t mscclppBootstrapSend(mscclppBootstrap_t bootstrap, const void* data, size_t size, int peer, int tag);
+/* Receives exactly `size` bytes from `peer` under `tag` (matched by peer and tag, any order). Blocks. */
+mscclppResult_t mscclppBootstrapRecv(mscclppBootstrap_t bootstrap, void* data, size_t size, int peer, int tag);
+/* All-gathers `size` bytes per rank in `data` (rank r's at r*size). Collective. */
+mscclppResult_t mscclppBootstrapAllGatherBytes(mscclppBootstrap_t bootstrap, void* data, size_t size);
+/* Waits until every rank has called it. Collective. */
+mscclppResult_t mscclppBootstrapBarrierAll(mscclppBootstrap_t bootstrap);
+/* Closes the bootstrap (local). */
+mscclppResult_t mscclppBootstrapDestroy(mscclppBootstrap_t bootstrap);
+
+/* ---- Context, endpoints, connections ---------------------------------------------------------- */
+
+typedef struct mscclppContext_s* mscclppContext_t;        /* owns connections, memory mappings */
+typedef struct mscclppConnection_s* mscclppConnection_t;  /* one end of a connection */
+typedef struct mscclppRegMem_s* mscclppRegMem_t;          /* registered memory, local or mapped */
+typedef struct mscclppSemaphore_s* mscclppSemaphore_t;    /* a pair of signal counters */
+
+/* Where an endpoint lives. */
+typedef enum { mscclppDeviceCPU = 0, mscclppDeviceGPU = 1 } mscclppDeviceType_t;
+
+#define MSCCLPP_ENDPOINT_BYTES 64
+#define MSCCLPP_SEMAPHORE_STUB_BYTES 192
+#define MSCCLPP_MEMORY_DESC_BYTES 128
+
+/* A serialized endpoint (transport, device, host and process identity). */
+typedef struct { char internal[MSCCLPP_ENDPOINT_BYTES]; } mscclppEndpoint;
+/* A serialized semaphore stub: one side's inbound counter, for the peer to reach. */
+typedef struct { char internal[MSCCLPP_SEMAPHORE_STUB_BYTES]; } mscclppSemaphoreStub;
+/* A serialized registered memory: for the peer to map with mscclppMemoryOpen. */
+typedef struct { char internal[MSCCLPP_MEMORY_DESC_BYTES]; } mscclppMemoryDesc;
+
+/* Creates and destroys a context. Destroy releases everything created through it. Local. */
+mscclppResult_t mscclppContextCreate(mscclppContext_t* context);
+mscclppResult_t mscclppContextDestroy(mscclppContext_t context);
+/* Describes an endpoint of this process on `transport` and device (type, id). Local. */
+mscclppResult_t mscclppEndpointCreate(mscclppContext_t context, mscclppTransport_t transport,
+                                      mscclppDeviceType_t deviceType, int deviceId, mscclppEndpoint* endpoint);
+/* Connects the local endpoint to the remote one (both ends call it, each with its own pair). Local. */
+mscclppResult_t mscclppContextConnect(mscclppContext_t context, const mscclppEndpoint* local,
+                                      const mscclppEndpoint* remote, mscclppConnection_t* connection);
+/* Releases a connection (local). */
+mscclppResult_t mscclppConnectionRelease(mscclppConnection_t connection);
+
+/* ---- Registered memory ------------------------------------------------------------------------ */
+
+/* Registers `size` bytes at `ptr` (device memory for P2P) for `transport`. Local. */
+mscclppResult_t mscclppRegisterMemory(mscclppContext_t context, void* ptr, size_t size, mscclppTransport_t transport,
+                                      mscclppRegMem_t* memory);
+/* Serializes a registered memory for a peer. Local. */
+mscclppResult_t mscclppMemorySerialize(mscclppRegMem_t memory, mscclppMemoryDesc* desc);
+/* Maps a peer's registered memory into this process (CUDA IPC, or peer access in one process). Local. */
+mscclppResult_t mscclppMemoryOpen(mscclppContext_t context, const mscclppMemoryDesc* desc, mscclppRegMem_t* memory);
+/* The memory's address here and its size. */
+mscclppResult_t mscclppMemoryData(mscclppRegMem_t memory, void** ptr, size_t* size);
+/* Releases the handle (a mapping stays until its context is destroyed). Local. */
+mscclppResult_t mscclppMemoryRelease(mscclppRegMem_t memory);
+
+/* ---- Semaphores and memory channels ------------------------------------------------------------ */
+
+/* Allocates this side's inbound counter for a semaphore over `connection`. Local. */
+mscclppResult_t mscclppSemaphoreStubCreate(mscclppConnection_t connection, mscclppSemaphoreStub* stub);
+/* Builds this side's semaphore from its own stub and the peer's. Local. */
+mscclppResult_t mscclppSemaphoreCreate(mscclppConnection_t connection, const mscclppSemaphoreStub* local,
+                                       const mscclppSemaphoreStub* remote, mscclppSemaphore_t* semaphore);
+mscclppResult_t mscclppSemaphoreDestroy(mscclppSemaphore_t semaphore);
+/* Device handles for GPU kernels: copy them to device or constant memory. Local. */
+mscclppResult_t mscclppBaseMemoryChannelGetDeviceHandle(mscclppSemaphore_t semaphore,
+                                                        mscclppBaseMemoryChannelDeviceHandle* handle);
+/* dst: the peer's memory (opened here); src: this side's; packetBuffer: incoming packets or NULL. */
+mscclppResult_t mscclppMemoryChannelGetDeviceHandle(mscclppSemaphore_t semaphore, mscclppRegMem_t dst,
+                                                    mscclppRegMem_t src, void* packetBuffer,
+                                                    mscclppMemoryChannelDeviceHandle* handle);
+
+/* ---- Proxy service and port channels ------------------------------------------------------------ */
+
+typedef struct mscclppProxyService_s* mscclppProxyService_t;
+
+/* A proxy service with a FIFO of `fifoSize` triggers (0: 512). Local. */
+mscclppResult_t mscclppProxyServiceCreate(int fifoSize, mscclppProxyService_t* service);
+/* Adds a semaphore or a memory; returns its id for mscclppProxyServicePortChannel. Local. */
+mscclppResult_t mscclppProxyServiceAddSemaphore(mscclppProxyService_t service, mscclppSemaphore_t semaphore,
+                                                uint32_t* semaphoreId);
+mscclppResult_t mscclppProxyServiceAddMemory(mscclppProxyService_t service, mscclppRegMem_t memory,
+                                             uint32_t* memoryId);
+/* A port channel that copies from memory `src` to memory `dst` and signals through the semaphore. */
+mscclppResult_t mscclppProxyServicePortChannel(mscclppProxyService_t service, uint32_t semaphoreId, uint32_t dst,
+                                               uint32_t src, mscclppPortChannelDeviceHandle* handle);
+/* Starts and stops the proxy thread (before and after kernels use the port channels). Local. */
+mscclppResult_t mscclppProxyServiceStart(mscclppProxyService_t service);
+mscclppResult_t mscclppProxyServiceStop(mscclppProxyService_t service);
+mscclppResult_t mscclppProxyServiceDestroy(mscclppProxyService_t service);
+
+/* ---- Communicator (bootstrap + context) and futures --------------------------------------------- */
+
+typedef struct mscclppCommunicator_s* mscclppCommunicator_t;
+typedef struct mscclppFuture_s* mscclppFuture_t;  /* a pending result; get it, then destroy it */
+
+/* A communicator over a bootstrap and a context (it does not take ownership of them). Local. */
+mscclppResult_t mscclppCommunicatorCreate(mscclppBootstrap_t bootstrap, mscclppContext_t context,
+                                          mscclppCommunicator_t* communicator);
+mscclppResult_t mscclppCommunicatorDestroy(mscclppCommunicator_t communicator);
+/* Starts connecting to `remoteRank` (which makes the mirror call with this rank and the same tag). */
+mscclppResult_t mscclppCommunicatorConnect(mscclppCommunicator_t communicator, mscclppTransport_t transport,
+                                           int deviceId, int remoteRank, int tag, mscclppFuture_t* future);
+/* Starts building a semaphore over `connection` with `remoteRank` (mirror call there). */
+mscclppResult_t mscclppCommunicatorBuildSemaphore(mscclppCommunicator_t communicator, mscclppConnection_t connection,
+                                                  int remoteRank, int tag, mscclppFuture_t* future);
+/* Starts sending a registered memory to `remoteRank`, which receives it with RecvMemory. */
+mscclppResult_t mscclppCommunicatorSendMemory(mscclppCommunicator_t communicator, mscclppRegMem_t memory,
+                                              int remoteRank, int tag, mscclppFuture_t* future);
+mscclppResult_t mscclppCommunicatorRecvMemory(mscclppCommunicator_t communicator, int remoteRank, int tag,
+                                              mscclppFuture_t* future);
+/* Blocks until the future's operation finished (bootstrap timeout); returns its result. */
+mscclppResult_t mscclppFutureWait(mscclppFuture_t future);
+/* Waits, then hands out the result (each may be called once per future, of the matching kind). */
+mscclppResult_t mscclppFutureGetConnection(mscclppFuture_t future, mscclppConnection_t* connection);
+mscclppResult_t mscclppFutureGetSemaphore(mscclppFuture_t future, mscclppSemaphore_t* semaphore);
+mscclppResult_t mscclppFutureGetMemory(mscclppFuture_t future, mscclppRegMem_t* memory);
+mscclppResult_t mscclppFutureDestroy(mscclppFuture_t future);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // MSCCLPP_CORE_H_
