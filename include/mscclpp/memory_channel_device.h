@@ -8,7 +8,10 @@
  * packets. Copies split their work over numThreads cooperating threads: thread threadId (in
  * [0, numThreads)) takes its share, and the copy is complete once all numThreads threads have
  * returned. Copies use plain loads and stores: publish them to the peer with signal() (release)
- * and read the peer's with wait() (acquire) first.
+ * and read the peer's with wait() (acquire) first. When several threads copied, let them all
+ * finish first (__syncthreads(), or a grid barrier) and signal from one thread; the release is
+ * cumulative, so it covers the writes the barrier ordered before it (likewise one thread waits,
+ * then a barrier, then all threads read).
  */
 #ifndef MSCCLPP_MEMORY_CHANNEL_DEVICE_H_
 #define MSCCLPP_MEMORY_CHANNEL_DEVICE_H_
