@@ -11,14 +11,15 @@ import (
 	"unsafe"
 )
 
-// Entry is one number derived by the C++ compiler from the legacy headers.
+// Entry is one number derived by the C++ compiler from the headers.
 type Entry struct {
 	Name  string // the C expression that yields Value, e.g. "offsetof(mscclppDevConn, fifo)"
 	Value uint64
 }
 
-// LegacyLayout returns every entry, in a fixed order: structs first, then enumerations, macros
-// and trigger bit positions. The caller may modify the returned slice.
+// LegacyLayout returns every entry, in a fixed order: the legacy structs, enumerations and macros,
+// then the device handles of include/mscclpp/ and their trigger macros, then the legacy trigger bit
+// positions. The caller may modify the returned slice.
 func LegacyLayout() []Entry {
 	return append([]Entry(nil), legacyLayout()...)
 }
@@ -61,6 +62,16 @@ type TriggerFields struct {
 func EncodeTrigger(f TriggerFields) [2]uint64 {
 	var words [2]C.uint64_t
 	C.mscclppabi_trigger_encode(C.uint64_t(f.Type), C.uint64_t(f.DstDataOffset), C.uint64_t(f.SrcDataOffset),
+		C.uint64_t(f.DataSize), C.uint64_t(f.ConnID), (*C.uint64_t)(unsafe.Pointer(&words[0])))
+	return [2]uint64{uint64(words[0]), uint64(words[1])}
+}
+
+// EncodeProxyTrigger builds a mscclppProxyTrigger with mscclppProxyTriggerEncode of
+// include/mscclpp/fifo_device.h (named shifts and masks, no bit-fields) and returns {fst, snd}.
+// Values wider than their fields are truncated, as the header's encoder masks them.
+func EncodeProxyTrigger(f TriggerFields) [2]uint64 {
+	var words [2]C.uint64_t
+	C.mscclppabi_proxy_trigger_encode(C.uint64_t(f.Type), C.uint64_t(f.DstDataOffset), C.uint64_t(f.SrcDataOffset),
 		C.uint64_t(f.DataSize), C.uint64_t(f.ConnID), (*C.uint64_t)(unsafe.Pointer(&words[0])))
 	return [2]uint64{uint64(words[0]), uint64(words[1])}
 }

@@ -1,5 +1,10 @@
-// The C++ side of package abi: what the compiler makes of include/mscclpp.h and mscclppfifo.h.
+// The C++ side of package abi: what the compiler makes of include/mscclpp.h and mscclppfifo.h,
+// and of the device handle headers include/mscclpp/*_device.h.
 #include <mscclpp.h>
+#include <mscclpp/fifo_device.h>
+#include <mscclpp/memory_channel_device.h>
+#include <mscclpp/port_channel_device.h>
+#include <mscclpp/semaphore_device.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -122,6 +127,64 @@ const Entry kEntries[] = {
     VALUE(MSCCLPP_BITS_OFFSET),
     VALUE(MSCCLPP_BITS_TYPE),
     VALUE(MSCCLPP_BITS_CONNID),
+
+    // Device handles (include/mscclpp/*_device.h).
+    SIZEOF(mscclppProxyTrigger),
+    ALIGNOF(mscclppProxyTrigger),
+    OFFSETOF(mscclppProxyTrigger, fst),
+    OFFSETOF(mscclppProxyTrigger, snd),
+
+    SIZEOF(mscclppFifoDeviceHandle),
+    ALIGNOF(mscclppFifoDeviceHandle),
+    OFFSETOF(mscclppFifoDeviceHandle, triggers),
+    OFFSETOF(mscclppFifoDeviceHandle, tailReplica),
+    OFFSETOF(mscclppFifoDeviceHandle, head),
+    OFFSETOF(mscclppFifoDeviceHandle, size),
+    OFFSETOF(mscclppFifoDeviceHandle, reserved),
+
+    SIZEOF(mscclppMemorySemaphoreDeviceHandle),
+    ALIGNOF(mscclppMemorySemaphoreDeviceHandle),
+    OFFSETOF(mscclppMemorySemaphoreDeviceHandle, inboundToken),
+    OFFSETOF(mscclppMemorySemaphoreDeviceHandle, outboundToken),
+    OFFSETOF(mscclppMemorySemaphoreDeviceHandle, remoteInboundToken),
+    OFFSETOF(mscclppMemorySemaphoreDeviceHandle, expectedInboundToken),
+
+    SIZEOF(mscclppHostSemaphoreDeviceHandle),
+    ALIGNOF(mscclppHostSemaphoreDeviceHandle),
+    OFFSETOF(mscclppHostSemaphoreDeviceHandle, inboundToken),
+    OFFSETOF(mscclppHostSemaphoreDeviceHandle, expectedInboundToken),
+
+    SIZEOF(mscclppBaseMemoryChannelDeviceHandle),
+    ALIGNOF(mscclppBaseMemoryChannelDeviceHandle),
+    OFFSETOF(mscclppBaseMemoryChannelDeviceHandle, semaphore),
+
+    SIZEOF(mscclppMemoryChannelDeviceHandle),
+    ALIGNOF(mscclppMemoryChannelDeviceHandle),
+    OFFSETOF(mscclppMemoryChannelDeviceHandle, semaphore),
+    OFFSETOF(mscclppMemoryChannelDeviceHandle, dst),
+    OFFSETOF(mscclppMemoryChannelDeviceHandle, src),
+    OFFSETOF(mscclppMemoryChannelDeviceHandle, packetBuffer),
+
+    SIZEOF(mscclppPortChannelDeviceHandle),
+    ALIGNOF(mscclppPortChannelDeviceHandle),
+    OFFSETOF(mscclppPortChannelDeviceHandle, channelId),
+    OFFSETOF(mscclppPortChannelDeviceHandle, reserved),
+    OFFSETOF(mscclppPortChannelDeviceHandle, semaphore),
+    OFFSETOF(mscclppPortChannelDeviceHandle, fifo),
+
+    VALUE(MSCCLPP_TRIGGER_BITS_SIZE),
+    VALUE(MSCCLPP_TRIGGER_BITS_OFFSET),
+    VALUE(MSCCLPP_TRIGGER_BITS_CONNID),
+    VALUE(MSCCLPP_TRIGGER_BITS_TYPE),
+    VALUE(MSCCLPP_TRIGGER_SHIFT_SIZE),
+    VALUE(MSCCLPP_TRIGGER_SHIFT_SRC_OFFSET),
+    VALUE(MSCCLPP_TRIGGER_SHIFT_DST_OFFSET),
+    VALUE(MSCCLPP_TRIGGER_SHIFT_CONNID),
+    VALUE(MSCCLPP_TRIGGER_SHIFT_TYPE),
+    VALUE(MSCCLPP_TRIGGER_DATA),
+    VALUE(MSCCLPP_TRIGGER_FLAG),
+    VALUE(MSCCLPP_TRIGGER_SYNC),
+    VALUE(MSCCLPP_TRIGGER_NO_DATA_SIZE),
 };
 
 // A trigger bit-field: its name and how to set it to all ones.
@@ -207,6 +270,13 @@ void mscclppabi_trigger_encode(uint64_t type, uint64_t dstDataOffset, uint64_t s
   t.fields.dataSize = dataSize;
   t.fields.connId = connId;
   for (size_t w = 0; w < kNumWords; ++w) value[w] = t.value[w];
+}
+
+void mscclppabi_proxy_trigger_encode(uint64_t type, uint64_t dstOffset, uint64_t srcOffset, uint64_t size,
+                                     uint64_t connId, uint64_t value[2]) {
+  const mscclppProxyTrigger t = mscclppProxyTriggerEncode(type, dstOffset, srcOffset, size, connId);
+  value[0] = t.fst;
+  value[1] = t.snd;
 }
 
 void mscclppabi_trigger_decode(const uint64_t value[2], uint64_t* type, uint64_t* dstDataOffset,

@@ -19,6 +19,10 @@ int mscclppabi_entry(size_t i, const char** name, uint64_t* value);
 void mscclppabi_trigger_encode(uint64_t type, uint64_t dstDataOffset, uint64_t srcDataOffset, uint64_t dataSize,
                                uint64_t connId, uint64_t value[2]);
 
+/* Builds a trigger with mscclppProxyTriggerEncode of mscclpp/fifo_device.h and stores its two words in value. */
+void mscclppabi_proxy_trigger_encode(uint64_t type, uint64_t dstOffset, uint64_t srcOffset, uint64_t size,
+                                     uint64_t connId, uint64_t value[2]);
+
 /* Reads the union's bit-fields of the trigger whose two words are value. */
 void mscclppabi_trigger_decode(const uint64_t value[2], uint64_t* type, uint64_t* dstDataOffset,
                                uint64_t* srcDataOffset, uint64_t* dataSize, uint64_t* connId);
