@@ -63,3 +63,43 @@ func (d Device) CanAccessPeer(peer Device) (bool, error) {
 	}
 	return ok, nil
 }
+
+// Push makes c the current context of the calling OS thread, keeping the previous one on the
+// thread's context stack; PopContext restores it. The caller must hold the thread
+// (runtime.LockOSThread) from Push to PopContext. Unlike SetCurrent, Push and PopContext leave a
+// C caller's thread with the context it had.
+func (c Context) Push() error {
+	if err := initDriver(); err != nil {
+		return err
+	}
+	if err := cuCtxPushCurrent(c); err != nil {
+		return fmt.Errorf("CUDA device %d: %w", c.dev, err)
+	}
+	return nil
+}
+
+// PopContext undoes the calling thread's last Push, making the context current before it
+// current again.
+func PopContext() error {
+	if err := initDriver(); err != nil {
+		return err
+	}
+	return cuCtxPopCurrent()
+}
+
+// EnablePeerAccess lets the calling thread's current context access memory of c's device
+// directly (cuCtxEnablePeerAccess with c as the peer). Access that is already enabled is not an
+// error. It fails when the devices cannot access each other (see CanAccessPeer).
+func (c Context) EnablePeerAccess() error {
+	if err := initDriver(); err != nil {
+		return err
+	}
+	r := cuCtxEnablePeerAccess(c)
+	if r == codePeerAccessAlreadyEnabled {
+		return nil
+	}
+	if err := check("cuCtxEnablePeerAccess", r); err != nil {
+		return fmt.Errorf("access to CUDA device %d: %w", c.dev, err)
+	}
+	return nil
+}

@@ -29,6 +29,8 @@ const (
 	codeSuccess  = C.CUDA_SUCCESS
 	codeNoDevice = C.CUDA_ERROR_NO_DEVICE
 	codeNotReady = C.CUDA_ERROR_NOT_READY
+	// codePeerAccessAlreadyEnabled: cuCtxEnablePeerAccess found access already enabled.
+	codePeerAccessAlreadyEnabled = C.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
 )
 
 type deviceAttribute C.CUdevice_attribute
@@ -210,6 +212,21 @@ func cuDevicePrimaryCtxRelease(d Device) error {
 
 func cuCtxSetCurrent(c Context) error {
 	return check("cuCtxSetCurrent", C.mscclpp_cuCtxSetCurrent(C.CUcontext(c.h)))
+}
+
+func cuCtxPushCurrent(c Context) error {
+	return check("cuCtxPushCurrent", C.mscclpp_cuCtxPushCurrent(C.CUcontext(c.h)))
+}
+
+func cuCtxPopCurrent() error {
+	var c C.CUcontext
+	return check("cuCtxPopCurrent", C.mscclpp_cuCtxPopCurrent(&c))
+}
+
+// cuCtxEnablePeerAccess returns the raw CUresult: CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED is
+// success to the caller.
+func cuCtxEnablePeerAccess(peer Context) result {
+	return C.mscclpp_cuCtxEnablePeerAccess(C.CUcontext(peer.h), noFlags)
 }
 
 func cuMemAlloc(size int) (DevicePtr, error) {

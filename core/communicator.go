@@ -1,0 +1,307 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/mscclpp-go/mscclpp/core/bootstrap"
+	"github.com/mscclpp-go/mscclpp/core/errs"
+)
+
+// ErrPeerFailed: the peer failed its side of a Communicator exchange and said why.
+var ErrPeerFailed = errs.New(errs.ErrRemote, "peer failed its side of the exchange")
+
+// Communicator sets up connections, semaphores and memory between the ranks of a bootstrap, on
+// top of a Context: each method makes a local object, sends it to the peer rank, receives the
+// peer's and combines them, in a goroutine of its own, and returns a Future of the result.
+//
+// Setting up a channel between ranks a and b takes, on both ranks:
+//
+//  1. Connect(cfg, peer, tag): endpoints are exchanged; Get gives the connection.
+//  2. BuildSemaphore(conn, peer, tag): semaphore stubs are exchanged; Get gives the semaphore.
+//  3. SendMemory(mem, peer, tag) on one rank and RecvMemory(peer, tag) on the other, for each
+//     memory a channel writes to or reads from.
+//
+// Calls are matched across the two ranks by (kind of call, peer, tag), and calls with the same
+// kind, peer and tag are matched in the order they were made: the n-th Connect(.., b, t) on rank
+// a pairs with the n-th Connect(.., a, t) on rank b, and the n-th SendMemory(.., b, t) on a with
+// the n-th RecvMemory(a, t) on b. Each call both sends and receives (SendMemory only sends and
+// RecvMemory only receives), even when its local part fails, so that one failed pair does not
+// shift the pairs after it; the peer of a failed call gets ErrPeerFailed with the reason.
+//
+// Messages travel on bootstrap tags from 1<<30 + 1<<29 up (above the legacy Comm's), one range of
+// MaxUserTag tags per kind; user tags must lie in [0, MaxUserTag). The Communicator does not own the bootstrap or the context: close them
+// after the last Get.
+type Communicator struct {
+	b   *bootstrap.TCP
+	ctx *Context
+
+	mu    sync.Mutex
+	turns map[turnKey]chan struct{} // the latest call per key; closed when it is done exchanging
+}
+
+// msgKind is what a Communicator message carries.
+type msgKind int
+
+const (
+	kindEndpoint msgKind = iota
+	kindStub
+	kindMemory
+	numKinds
+)
+
+func (k msgKind) String() string {
+	switch k {
+	case kindEndpoint:
+		return "endpoint"
+	case kindStub:
+		return "semaphore stub"
+	case kindMemory:
+		return "memory"
+	default:
+		return fmt.Sprintf("msgKind(%d)", int(k))
+	}
+}
+
+// Bootstrap tags of the Communicator: kind k with user tag t travels on
+// communicatorTagBase + k<<userTagBits + t. The range starts above the legacy communicator's
+// (setupTagBase and registerTagBase, each counting up from its base by one per call).
+const (
+	communicatorTagBase = setupTagBase + 1<<29
+	userTagBits         = 24
+	// MaxUserTag is one more than the largest tag Communicator methods accept.
+	MaxUserTag = 1 << userTagBits
+)
+
+// communicatorTag maps a message kind and a user tag to the bootstrap tag it travels on.
+func communicatorTag(kind msgKind, tag int) (int, error) {
+	if kind < 0 || kind >= numKinds {
+		return 0, fmt.Errorf("message kind %d: %w", int(kind), errs.ErrInternal)
+	}
+	if tag < 0 || tag >= MaxUserTag {
+		return 0, fmt.Errorf("tag %d is outside [0, %d): %w", tag, MaxUserTag, errs.ErrInvalidArgument)
+	}
+	return communicatorTagBase + int(kind)<<userTagBits + tag, nil
+}
+
+// turnKey orders the calls that must pair in order with the peer's. Sends and receives of memory
+// are separate keys: one rank's SendMemory pairs with the other's RecvMemory.
+type turnKey struct {
+	kind msgKind
+	recv bool // RecvMemory (for kindMemory)
+	peer int
+	tag  int
+}
+
+// NewCommunicator returns a communicator over b, building its objects in ctx.
+func NewCommunicator(b *bootstrap.TCP, ctx *Context) *Communicator {
+	return &Communicator{b: b, ctx: ctx, turns: map[turnKey]chan struct{}{}}
+}
+
+// Bootstrap returns the communicator's bootstrap.
+func (c *Communicator) Bootstrap() *bootstrap.TCP { return c.b }
+
+// Context returns the communicator's context.
+func (c *Communicator) Context() *Context { return c.ctx }
+
+// Connect creates an endpoint for cfg, exchanges it with remoteRank's (which may be this rank)
+// and connects the two. It pairs with remoteRank's Connect to this rank with the same tag.
+func (c *Communicator) Connect(cfg EndpointConfig, remoteRank, tag int) Future[*Connection] {
+	return start(c, turnKey{kind: kindEndpoint, peer: remoteRank, tag: tag}, func(x *exchange) (*Connection, error) {
+		local, err := c.ctx.CreateEndpoint(cfg)
+		var msg []byte
+		if err == nil {
+			msg, err = local.MarshalBinary()
+		}
+		theirs, err := x.swap(msg, err)
+		if err != nil {
+			return nil, err
+		}
+		remote, err := UnmarshalEndpoint(theirs)
+		if err != nil {
+			return nil, x.fail(err)
+		}
+		conn, err := c.ctx.Connect(local, remote)
+		return conn, x.fail(err)
+	})
+}
+
+// BuildSemaphore makes a semaphore stub on conn, exchanges it with remoteRank's, and builds this
+// side's semaphore. It pairs with remoteRank's BuildSemaphore to this rank with the same tag, on
+// the other end of conn.
+func (c *Communicator) BuildSemaphore(conn *Connection, remoteRank, tag int) Future[*Semaphore] {
+	return start(c, turnKey{kind: kindStub, peer: remoteRank, tag: tag}, func(x *exchange) (*Semaphore, error) {
+		var msg []byte
+		stub, err := NewSemaphoreStub(conn)
+		if err == nil {
+			msg, err = stub.MarshalBinary()
+		}
+		theirs, err := x.swap(msg, err)
+		if err != nil {
+			return nil, err
+		}
+		remote, err := UnmarshalSemaphoreStub(c.ctx, theirs)
+		if err != nil {
+			return nil, x.fail(err)
+		}
+		sema, err := NewSemaphore(stub, remote)
+		return sema, x.fail(err)
+	})
+}
+
+// SendMemory sends mem to remoteRank, whose RecvMemory from this rank with the same tag gets it.
+func (c *Communicator) SendMemory(mem RegisteredMemory, remoteRank, tag int) Future[struct{}] {
+	return start(c, turnKey{kind: kindMemory, peer: remoteRank, tag: tag}, func(x *exchange) (struct{}, error) {
+		msg, err := mem.MarshalBinary()
+		return struct{}{}, x.send(msg, err)
+	})
+}
+
+// RecvMemory receives the memory remoteRank's SendMemory to this rank with the same tag sends,
+// and makes it usable here (see UnmarshalRegisteredMemory).
+func (c *Communicator) RecvMemory(remoteRank, tag int) Future[RegisteredMemory] {
+	return start(c, turnKey{kind: kindMemory, recv: true, peer: remoteRank, tag: tag}, func(x *exchange) (RegisteredMemory, error) {
+		theirs, err := x.recv()
+		if err != nil {
+			return RegisteredMemory{}, err
+		}
+		m, err := UnmarshalRegisteredMemory(c.ctx, theirs)
+		return m, x.fail(err)
+	})
+}
+
+// start checks the call's peer and tag, takes the call's turn among calls with the same key and
+// runs op in a goroutine once the previous call with that key is done exchanging.
+func start[T any](c *Communicator, key turnKey, op func(x *exchange) (T, error)) Future[T] {
+	x := &exchange{c: c, key: key}
+	tag, err := communicatorTag(key.kind, key.tag)
+	if err == nil && (key.peer < 0 || key.peer >= c.b.Size()) {
+		err = fmt.Errorf("rank %d is outside [0, %d): %w", key.peer, c.b.Size(), errs.ErrInvalidArgument)
+	}
+	if err != nil {
+		return failedFuture[T](x.fail(err))
+	}
+	x.tag = tag
+	prev, done := c.takeTurn(key)
+	x.done = done
+	return goFuture(func() (T, error) {
+		defer x.finish()
+		if prev != nil {
+			<-prev
+		}
+		return op(x)
+	})
+}
+
+// takeTurn queues a call with key behind the previous one: it returns the channel closed when
+// the previous call is done exchanging (nil if none) and the function that says so of this call.
+func (c *Communicator) takeTurn(key turnKey) (prev <-chan struct{}, done func()) {
+	mine := make(chan struct{})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prev = c.turns[key] // nil if none
+	c.turns[key] = mine
+	return prev, func() {
+		close(mine)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.turns[key] == mine {
+			delete(c.turns, key)
+		}
+	}
+}
+
+// exchange is one call's traffic with its peer.
+type exchange struct {
+	c        *Communicator
+	key      turnKey
+	tag      int // the bootstrap tag
+	done     func()
+	doneOnce sync.Once
+}
+
+// finish releases the call's turn; it may be called more than once.
+func (x *exchange) finish() {
+	if x.done != nil {
+		x.doneOnce.Do(x.done)
+	}
+}
+
+// fail wraps err, if any, with the call, its peer and tag.
+func (x *exchange) fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &errs.OpError{Op: fmt.Sprintf("communicator %v exchange (tag %d)", x.key.kind, x.key.tag), Rank: x.c.b.Rank(), Peer: x.key.peer, Err: err}
+}
+
+// send sends msg, or the reason localErr why there is none, to the peer. It returns localErr
+// or the send's error.
+func (x *exchange) send(msg []byte, localErr error) error {
+	err := x.c.b.Send(context.Background(), x.key.peer, x.tag, encodeEnvelope(msg, localErr))
+	defer x.finish()
+	if localErr != nil {
+		return x.fail(localErr)
+	}
+	return x.fail(err)
+}
+
+// recv receives the peer's message; a failure the peer reported is an ErrPeerFailed error.
+func (x *exchange) recv() ([]byte, error) {
+	b, err := x.c.b.Recv(context.Background(), x.key.peer, x.tag)
+	x.finish()
+	if err != nil {
+		return nil, x.fail(err)
+	}
+	msg, err := decodeEnvelope(b)
+	return msg, x.fail(err)
+}
+
+// swap sends msg (or localErr) and receives the peer's. It receives even when this side failed,
+// so that the next call with the same key pairs with the peer's next call.
+func (x *exchange) swap(msg []byte, localErr error) ([]byte, error) {
+	if err := x.c.b.Send(context.Background(), x.key.peer, x.tag, encodeEnvelope(msg, localErr)); err != nil {
+		x.finish()
+		return nil, x.fail(errors.Join(localErr, err))
+	}
+	theirs, err := x.recv()
+	if localErr != nil {
+		return nil, x.fail(localErr)
+	}
+	return theirs, err
+}
+
+// A Communicator message is an envelope: a status byte, then the payload (envelopeOK) or the
+// sender's error message (envelopeFailed), at most maxFailureBytes of it.
+const (
+	envelopeOK      = 1
+	envelopeFailed  = 2
+	maxFailureBytes = 1024
+)
+
+func encodeEnvelope(msg []byte, err error) []byte {
+	if err != nil {
+		s := err.Error()
+		if len(s) > maxFailureBytes {
+			s = s[:maxFailureBytes]
+		}
+		return append([]byte{envelopeFailed}, s...)
+	}
+	return append([]byte{envelopeOK}, msg...)
+}
+
+func decodeEnvelope(b []byte) ([]byte, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("empty message: %w", errs.ErrRemote)
+	}
+	switch b[0] {
+	case envelopeOK:
+		return b[1:], nil
+	case envelopeFailed:
+		return nil, fmt.Errorf("%w: %s", ErrPeerFailed, b[1:])
+	default:
+		return nil, fmt.Errorf("message with status %d: %w", b[0], errs.ErrRemote)
+	}
+}

@@ -1,0 +1,464 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/errs"
+)
+
+// ErrContextClosed: the context was closed.
+var ErrContextClosed = errs.New(errs.ErrInvalidUsage, "context is closed")
+
+// Context owns the resources of the host objects built in it: the primary contexts it retains
+// on the GPUs it uses, one CUDA stream per connection, the device memory of semaphores, and the
+// peer allocations it maps with CUDA IPC (each once per GPU). Close releases all of them, after
+// which the connections, registered memories and semaphores made through the context must no
+// longer be used, here or by peers. Memory the caller registers stays the caller's.
+//
+// A Context is safe for concurrent use. Driver calls run with the GPU's primary context pushed
+// on the calling OS thread and popped afterwards, so a C caller's current context is left as it
+// was.
+type Context struct {
+	// life is read-held by every operation that uses the context's driver resources and
+	// write-held by Close, which therefore waits for them. It guards closed.
+	life   sync.RWMutex
+	closed bool
+
+	mu       sync.Mutex // guards the fields below; taken with life read-held
+	gpus     map[int]*contextGPU
+	home     int                                  // the first GPU the context used; -1 before
+	exported map[cuda.DevicePtr]cuda.IpcMemHandle // allocation base -> its IPC handle
+	opened   map[openKey]cuda.DevicePtr           // peer allocation mapped on a GPU -> its address
+	peers    map[[2]int]bool                      // (from, to): from's context may access to's memory
+	conns    []*Connection
+}
+
+// contextGPU is what a context holds on one GPU.
+type contextGPU struct {
+	dev    cuda.Device
+	pctx   cuda.Context // retained primary context
+	stream cuda.Stream  // for setup-time memsets
+	allocs []cuda.DevicePtr
+	tokens tokenPool
+}
+
+type openKey struct {
+	handle cuda.IpcMemHandle
+	device int
+}
+
+// NewContext returns an empty context; it touches no GPU until asked to.
+func NewContext() *Context {
+	return &Context{
+		gpus:     map[int]*contextGPU{},
+		home:     -1,
+		exported: map[cuda.DevicePtr]cuda.IpcMemHandle{},
+		opened:   map[openKey]cuda.DevicePtr{},
+		peers:    map[[2]int]bool{},
+	}
+}
+
+// CreateEndpoint returns an endpoint for cfg in this process. A GPU endpoint's device must
+// exist; IB and SHM are refused with ErrTransportUnavailable.
+func (c *Context) CreateEndpoint(cfg EndpointConfig) (Endpoint, error) {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return Endpoint{}, fmt.Errorf("create endpoint: %w", ErrContextClosed)
+	}
+	if err := checkEndpointConfig(cfg); err != nil {
+		return Endpoint{}, fmt.Errorf("create endpoint for %v: %w", cfg.Device, err)
+	}
+	if err := transportAvailable(cfg.Transport, "create endpoint for "+cfg.Device.String()); err != nil {
+		return Endpoint{}, err
+	}
+	if cfg.Device.Type == DeviceGPU {
+		c.mu.Lock()
+		_, err := c.gpu(cfg.Device.ID)
+		c.mu.Unlock()
+		if err != nil {
+			return Endpoint{}, fmt.Errorf("create endpoint for %v: %w", cfg.Device, err)
+		}
+	}
+	return Endpoint{config: cfg, origin: thisProcess(), id: rand.Uint64()}, nil
+}
+
+// Connect returns this side of a connection from local, an endpoint this process created, to
+// remote, the peer's endpoint (possibly the same GPU, or local itself). Both must use the same
+// transport; CUDA IPC needs GPU endpoints on one host. When remote belongs to this process and
+// another GPU, Connect enables peer access from local's GPU to it. A connection is one-sided:
+// the peer makes its own with the endpoints swapped.
+func (c *Context) Connect(local, remote Endpoint) (*Connection, error) {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return nil, fmt.Errorf("connect %v to %v: %w", local, remote, ErrContextClosed)
+	}
+	here := thisProcess()
+	if err := checkConnect(local, remote, here); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.gpu(local.config.Device.ID)
+	if err != nil {
+		return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
+	}
+	if remote.origin.sameProcess(here) {
+		if err := c.enablePeerAccess(local.config.Device.ID, remote.config.Device.ID); err != nil {
+			return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
+		}
+	}
+	conn := &Connection{ctx: c, local: local, remote: remote, gpu: g}
+	err = g.do(func() error {
+		var err error
+		conn.stream, err = cuda.NewStream()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect %v to %v: stream: %w", local, remote, err)
+	}
+	c.conns = append(c.conns, conn)
+	return conn, nil
+}
+
+// checkConnect checks that a connection from local to remote can be made from the process here.
+func checkConnect(local, remote Endpoint, here origin) error {
+	what := fmt.Sprintf("connect %v to %v", local, remote)
+	switch {
+	case !local.origin.sameProcess(here):
+		return fmt.Errorf("%s: the local endpoint was created by another process (pid %d): %w", what, local.origin.pid, errs.ErrInvalidArgument)
+	case local.config.Transport != remote.config.Transport:
+		return fmt.Errorf("%s: transports differ (%v and %v): %w", what, local.config.Transport, remote.config.Transport, errs.ErrInvalidArgument)
+	}
+	if err := transportAvailable(local.config.Transport, what); err != nil {
+		return err
+	}
+	switch {
+	case local.config.Device.Type != DeviceGPU || remote.config.Device.Type != DeviceGPU:
+		return fmt.Errorf("%s: CUDA IPC connects GPU endpoints only: %w", what, errs.ErrInvalidArgument)
+	case !remote.origin.sameHost(here):
+		return fmt.Errorf("%s: the remote endpoint is on host %016x, this is host %016x: %w", what, remote.origin.host, here.host, ErrDifferentHost)
+	}
+	return nil
+}
+
+// RegisterMemory registers size bytes of device memory at ptr for the given transport (only
+// TransportP2P, CUDA IPC), so that its MarshalBinary can be sent to peers. The memory stays the
+// caller's and must outlive every peer's use of it; host memory is refused.
+func (c *Context) RegisterMemory(ptr cuda.DevicePtr, size uint64, transports Transport) (RegisteredMemory, error) {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	what := fmt.Sprintf("register %d bytes at %#x", size, uint64(ptr))
+	if c.closed {
+		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, ErrContextClosed)
+	}
+	if ptr == 0 || size == 0 {
+		return RegisteredMemory{}, fmt.Errorf("%s: NULL pointer or size 0: %w", what, errs.ErrInvalidArgument)
+	}
+	if err := transportAvailable(transports, what); err != nil {
+		return RegisteredMemory{}, err
+	}
+	typ, err := cuda.PointerMemoryType(ptr)
+	if errors.Is(err, cuda.ErrNoDevice) || errors.Is(err, cuda.ErrDriverNotFound) {
+		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if err != nil || typ != cuda.MemoryTypeDevice {
+		return RegisteredMemory{}, fmt.Errorf("%s: not CUDA device memory (CUDA IPC shares only cuMemAlloc'd memory, not host memory): %w",
+			what, errs.ErrInvalidArgument)
+	}
+	ordinal, err := cuda.PointerDeviceOrdinal(ptr)
+	if err != nil {
+		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.register(ptr, size, ordinal)
+}
+
+// register exports the allocation holding [ptr, ptr+size) on GPU ordinal. c.mu is held.
+func (c *Context) register(ptr cuda.DevicePtr, size uint64, ordinal int) (RegisteredMemory, error) {
+	what := fmt.Sprintf("register %d bytes at %#x", size, uint64(ptr))
+	g, err := c.gpu(ordinal)
+	if err != nil {
+		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
+	}
+	var handle cuda.IpcMemHandle
+	var base cuda.DevicePtr
+	err = g.do(func() error {
+		var allocSize int
+		var err error
+		if base, allocSize, err = cuda.MemGetAddressRange(ptr); err != nil {
+			return err
+		}
+		if err := checkWithin(ptr, size, base, uint64(allocSize)); err != nil {
+			return err
+		}
+		h, ok := c.exported[base]
+		if !ok {
+			if h, err = cuda.IpcGetMemHandle(base); err != nil {
+				return err
+			}
+			c.exported[base] = h
+		}
+		handle = h
+		return nil
+	})
+	if err != nil {
+		return RegisteredMemory{}, fmt.Errorf("%s on GPU %d: %w", what, ordinal, err)
+	}
+	return RegisteredMemory{
+		data:      ptr,
+		size:      size,
+		transport: TransportP2P,
+		origin:    thisProcess(),
+		device:    ordinal,
+		addr:      ptr,
+		handle:    handle,
+		offset:    uint64(ptr - base),
+		mappedOn:  notMapped,
+	}, nil
+}
+
+// checkWithin refuses [ptr, ptr+size) outside the allocation [base, base+allocSize).
+func checkWithin(ptr cuda.DevicePtr, size uint64, base cuda.DevicePtr, allocSize uint64) error {
+	if ptr < base || uint64(ptr-base) > allocSize || size > allocSize-uint64(ptr-base) {
+		return fmt.Errorf("%d bytes at %#x run past the allocation of %d bytes at %#x: %w",
+			size, uint64(ptr), allocSize, uint64(base), errs.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Close releases everything the context holds: connection streams, semaphore memory, peer
+// memory it mapped, and its retained primary contexts. It waits for operations in progress.
+// Peer access it enabled stays enabled (it belongs to the primary contexts, which others may
+// share). A second Close returns ErrContextClosed.
+func (c *Context) Close() error {
+	c.life.Lock()
+	defer c.life.Unlock()
+	if c.closed {
+		return ErrContextClosed
+	}
+	c.closed = true
+	var errList []error
+	for dev, g := range c.gpus {
+		err := g.do(func() error {
+			var errList []error
+			for _, conn := range c.conns {
+				if conn.gpu == g {
+					errList = append(errList, conn.stream.Destroy())
+				}
+			}
+			for k, p := range c.opened {
+				if k.device == dev {
+					errList = append(errList, cuda.IpcCloseMemHandle(p))
+				}
+			}
+			for _, p := range g.allocs {
+				errList = append(errList, cuda.MemFree(p))
+			}
+			errList = append(errList, g.stream.Destroy())
+			return errors.Join(errList...)
+		})
+		if err != nil {
+			errList = append(errList, fmt.Errorf("GPU %d: %w", dev, err))
+		}
+		if err := g.pctx.Release(); err != nil {
+			errList = append(errList, err)
+		}
+	}
+	c.gpus, c.opened, c.conns = nil, nil, nil
+	if err := errors.Join(errList...); err != nil {
+		return fmt.Errorf("close context: %w", err)
+	}
+	return nil
+}
+
+// gpu returns the context's state on GPU ordinal, retaining its primary context on first use.
+// c.mu is held.
+func (c *Context) gpu(ordinal int) (*contextGPU, error) {
+	if g, ok := c.gpus[ordinal]; ok {
+		return g, nil
+	}
+	dev, err := cuda.GetDevice(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	pctx, err := dev.RetainPrimaryContext()
+	if err != nil {
+		return nil, err
+	}
+	g := &contextGPU{dev: dev, pctx: pctx}
+	g.tokens.newChunk = g.allocChunk
+	if err := g.do(func() error {
+		var err error
+		g.stream, err = cuda.NewStream()
+		return err
+	}); err != nil {
+		return nil, errors.Join(fmt.Errorf("GPU %d: %w", ordinal, err), pctx.Release())
+	}
+	c.gpus[ordinal] = g
+	if c.home < 0 {
+		c.home = ordinal
+	}
+	return g, nil
+}
+
+// do runs f with g's primary context current on the calling thread, then restores the thread's
+// previous context.
+func (g *contextGPU) do(f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := g.pctx.Push(); err != nil {
+		return err
+	}
+	err := f()
+	if perr := cuda.PopContext(); err == nil {
+		err = perr
+	}
+	return err
+}
+
+// enablePeerAccess lets GPU from access GPU to's memory; from == to needs nothing. c.mu is held.
+func (c *Context) enablePeerAccess(from, to int) error {
+	if from == to || c.peers[[2]int{from, to}] {
+		return nil
+	}
+	gFrom, err := c.gpu(from)
+	if err != nil {
+		return err
+	}
+	gTo, err := c.gpu(to)
+	if err != nil {
+		return err
+	}
+	ok, err := gFrom.dev.CanAccessPeer(gTo.dev)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("GPU %d cannot access GPU %d (no peer-to-peer path): %w", from, to, errs.ErrInvalidUsage)
+	}
+	if err := gFrom.do(gTo.pctx.EnablePeerAccess); err != nil {
+		return fmt.Errorf("GPU %d to GPU %d: %w", from, to, err)
+	}
+	c.peers[[2]int{from, to}] = true
+	return nil
+}
+
+// openIPC maps the peer allocation h into GPU dev's context, once per (allocation, GPU), and
+// returns its address. c.mu is held.
+func (c *Context) openIPC(h cuda.IpcMemHandle, dev int) (cuda.DevicePtr, error) {
+	key := openKey{h, dev}
+	if p, ok := c.opened[key]; ok {
+		return p, nil
+	}
+	g, err := c.gpu(dev)
+	if err != nil {
+		return 0, err
+	}
+	var p cuda.DevicePtr
+	if err := g.do(func() error {
+		var err error
+		p, err = cuda.IpcOpenMemHandle(h)
+		return err
+	}); err != nil {
+		return 0, fmt.Errorf("map on GPU %d: %w", dev, err)
+	}
+	c.opened[key] = p
+	return p, nil
+}
+
+// token returns 8 zeroed bytes of device memory on GPU ordinal, owned by the context. c.mu is held.
+func (c *Context) token(ordinal int) (cuda.DevicePtr, error) {
+	g, err := c.gpu(ordinal)
+	if err != nil {
+		return 0, err
+	}
+	var p cuda.DevicePtr
+	err = g.do(func() error {
+		var reused bool
+		var err error
+		if p, reused, err = g.tokens.get(); err != nil || !reused {
+			return err
+		}
+		if err := cuda.MemsetD8Async(p, 0, tokenBytes, g.stream); err != nil {
+			return err
+		}
+		return g.stream.Synchronize()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("semaphore token on GPU %d: %w", ordinal, err)
+	}
+	return p, nil
+}
+
+// allocChunk allocates one zeroed chunk of tokens. g's context is current.
+func (g *contextGPU) allocChunk() (cuda.DevicePtr, error) {
+	p, err := cuda.MemAlloc(tokenChunkBytes)
+	if err != nil {
+		return 0, err
+	}
+	g.allocs = append(g.allocs, p)
+	if err := cuda.MemsetD8Async(p, 0, tokenChunkBytes, g.stream); err != nil {
+		return 0, err
+	}
+	return p, g.stream.Synchronize()
+}
+
+// Semaphore counters are 8-byte words carved from chunks of device memory, so that a peer maps
+// one chunk for many semaphores.
+const (
+	tokenBytes      = 8
+	tokenChunkBytes = 4096
+)
+
+// tokenPool hands out 8-byte slots of chunks newChunk allocates zeroed, and takes slots back.
+type tokenPool struct {
+	newChunk  func() (cuda.DevicePtr, error)
+	next, end cuda.DevicePtr
+	free      []cuda.DevicePtr
+}
+
+// get returns a slot; reused says it was handed out before and must be zeroed again.
+func (p *tokenPool) get() (slot cuda.DevicePtr, reused bool, err error) {
+	if n := len(p.free); n > 0 {
+		slot = p.free[n-1]
+		p.free = p.free[:n-1]
+		return slot, true, nil
+	}
+	if p.next == p.end {
+		chunk, err := p.newChunk()
+		if err != nil {
+			return 0, false, err
+		}
+		p.next, p.end = chunk, chunk+tokenChunkBytes
+	}
+	slot = p.next
+	p.next += tokenBytes
+	return slot, false, nil
+}
+
+// put takes back a slot get returned.
+func (p *tokenPool) put(slot cuda.DevicePtr) { p.free = append(p.free, slot) }
+
+// releaseTokens returns semaphore counters to their GPU's pool, unless the context is closed.
+func (c *Context) releaseTokens(ordinal int, slots ...cuda.DevicePtr) {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g, ok := c.gpus[ordinal]; ok {
+		for _, s := range slots {
+			g.tokens.put(s)
+		}
+	}
+}
