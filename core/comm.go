@@ -9,7 +9,6 @@ import (
 
 	"github.com/mscclpp-go/mscclpp/core/bootstrap"
 	"github.com/mscclpp-go/mscclpp/core/errs"
-	"github.com/mscclpp-go/mscclpp/core/proxy"
 	"github.com/mscclpp-go/mscclpp/internal/logging"
 )
 
@@ -30,11 +29,7 @@ type Comm struct {
 	setups        int             // ConnectionSetup calls that completed, for message tags
 	registrations int             // RegisterBuffer calls that completed, for message tags
 	gpu           *gpuState       // nil until the first ConnectionSetup
-	proxy         *proxy.Proxy    // created by the first ProxyLaunch, kept until Close
-	engine        *copyEngine     // the proxy's engine
-	proxyConns    int             // connections in the proxy's table
-	proxyRunning  bool
-	failure       error // the first proxy (CUDA) error; the communicator is unusable after it
+	failure       error           // the first proxy (CUDA) error; the communicator is unusable after it
 }
 
 // InitRank joins a job of nranks ranks whose root listens at addr ("ip:port", "if:ip:port" or
@@ -104,7 +99,7 @@ func (c *Comm) Close() error {
 	}
 	c.closed = true
 	var errList []error
-	if err := c.closeProxy(); err != nil {
+	if err := c.stopProxy(); err != nil {
 		errList = append(errList, err)
 	}
 	if c.gpu != nil {

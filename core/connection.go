@@ -103,7 +103,7 @@ func (c *Comm) Connect(remoteRank, tag int, localBuf cuda.DevicePtr, size uint64
 		return fmt.Errorf("connect to rank %d tag %d: more than %d connections on one rank: %w",
 			remoteRank, tag, MaxConnections, errs.ErrInvalidUsage)
 	}
-	if c.proxyRunning {
+	if c.proxyRunning() {
 		return fmt.Errorf("connect to rank %d tag %d: the proxy is running; stop it first: %w", remoteRank, tag, errs.ErrInvalidUsage)
 	}
 	c.connIndex[key] = len(c.conns)
@@ -178,9 +178,9 @@ func (c *Comm) devConn(i int) DevConn {
 			RemoteBuff:          uintptr(conn.remoteBuf),
 		},
 		Fifo: fifo.ConcurrentFifo{
-			TriggerFifo:     uintptr(c.gpu.fifoDevice),
-			TriggerFifoTail: uintptr(c.gpu.fifoTail),
-			TriggerFifoHead: uintptr(c.gpu.fifoHead),
+			TriggerFifo:     uintptr(c.gpu.fifo.Ring()),
+			TriggerFifoTail: uintptr(c.gpu.fifo.TailReplica()),
+			TriggerFifoHead: uintptr(c.gpu.fifo.Head()),
 			ConnID:          int32(i),
 		},
 	}

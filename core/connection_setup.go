@@ -30,7 +30,7 @@ func (c *Comm) ConnectionSetup(ctx context.Context) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
-	if c.proxyRunning {
+	if c.proxyRunning() {
 		return fmt.Errorf("connection setup: the proxy is running; stop it first: %w", errs.ErrInvalidUsage)
 	}
 	var pending []int
@@ -50,7 +50,7 @@ func (c *Comm) ConnectionSetup(ctx context.Context) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if c.gpu == nil {
-		g, err := newGPUState(dev)
+		g, err := newGPUState(dev, c.log)
 		if err != nil {
 			return fmt.Errorf("connection setup on rank %d: %w", c.Rank(), err)
 		}

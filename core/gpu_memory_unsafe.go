@@ -1,12 +1,12 @@
 package core
 
-// This file holds the communicator's GPU state, which includes host-pinned memory that the GPU
-// and the proxy share: the trigger ring. Go sees that memory only through unsafe.Pointer and
-// unsafe.Slice, so this file is where package core uses unsafe.
+// This file holds the legacy communicator's GPU state; the sizes of the device objects it
+// allocates come from unsafe.Sizeof/Offsetof of their Go mirrors.
 
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"unsafe"
 
@@ -19,23 +19,17 @@ const (
 	signalPairBytes = int(unsafe.Sizeof(SignalEpochID{})) // mscclppDevConnSignalEpochId
 	waitEpochBytes  = 8                                   // uint64_t waitEpochId
 	proxyFieldShift = uint64(unsafe.Offsetof(SignalEpochID{}.Proxy))
-	triggerBytes    = int(unsafe.Sizeof(fifo.Trigger{}))
-	// fifoCounterBytes holds triggerFifoHead (at 0) and triggerFifoTail (at 8).
-	fifoCounterBytes = 16
 )
 
-// gpuState is what a communicator owns on its GPU: the proxy's trigger ring, the FIFO head and
-// tail, the signal and wait counters of its connections, and the handles of peer memory it
+// gpuState is what a legacy communicator owns on its GPU: the proxy FIFO (ring, head, tail,
+// proxy), the signal and wait counters of its connections, and the handles of peer memory it
 // opened. All of it is released by close.
 type gpuState struct {
 	device cuda.Device
 	ctx    cuda.Context
 	stream cuda.Stream // for setup-time memsets
 
-	fifoHost   unsafe.Pointer // fifo.FifoSize triggers, host-pinned and device-mapped
-	fifoDevice cuda.DevicePtr // the ring's device address
-	fifoHead   cuda.DevicePtr // triggerFifoHead, device memory
-	fifoTail   cuda.DevicePtr // triggerFifoTail, device memory
+	fifo *ProxyFifo // MSCCLPP_PROXY_FIFO_SIZE triggers and the proxy serving them
 
 	allocs   []cuda.DevicePtr                     // device allocations to free
 	exported map[cuda.DevicePtr]cuda.IpcMemHandle // allocation base -> its IPC handle
@@ -43,8 +37,8 @@ type gpuState struct {
 }
 
 // newGPUState retains dev's primary context, makes it current on the calling (locked) thread and
-// allocates the trigger ring and the FIFO counters.
-func newGPUState(dev cuda.Device) (g *gpuState, err error) {
+// creates the proxy FIFO.
+func newGPUState(dev cuda.Device, log *slog.Logger) (g *gpuState, err error) {
 	g = &gpuState{
 		device:   dev,
 		exported: map[cuda.DevicePtr]cuda.IpcMemHandle{},
@@ -64,25 +58,10 @@ func newGPUState(dev cuda.Device) (g *gpuState, err error) {
 	if g.stream, err = cuda.NewStream(); err != nil {
 		return g, err
 	}
-	ringBytes := fifo.FifoSize * triggerBytes
-	if g.fifoHost, err = cuda.MemHostAlloc(ringBytes); err != nil {
-		return g, fmt.Errorf("trigger ring: %w", err)
+	if g.fifo, err = NewProxyFifo(dev, fifo.FifoSize, log); err != nil {
+		return g, err
 	}
-	clear(unsafe.Slice((*byte)(g.fifoHost), ringBytes))
-	if g.fifoDevice, err = cuda.MemHostGetDevicePointer(g.fifoHost); err != nil {
-		return g, fmt.Errorf("trigger ring: %w", err)
-	}
-	counters, err := g.allocZeroed(fifoCounterBytes)
-	if err != nil {
-		return g, fmt.Errorf("FIFO head and tail: %w", err)
-	}
-	g.fifoHead, g.fifoTail = counters, counters+8
 	return g, nil
-}
-
-// slots is the host view of the trigger ring, for the proxy.
-func (g *gpuState) slots() []fifo.Trigger {
-	return unsafe.Slice((*fifo.Trigger)(g.fifoHost), fifo.FifoSize)
 }
 
 // lockThreadWithContext locks the calling goroutine to its OS thread and makes g's context
@@ -147,20 +126,20 @@ func (g *gpuState) close() error {
 		return fmt.Errorf("release GPU %d memory: %w", g.device, err)
 	}
 	var errList []error
+	if g.fifo != nil {
+		errList = append(errList, g.fifo.Close())
+	}
 	for _, p := range g.opened {
 		errList = append(errList, cuda.IpcCloseMemHandle(p))
 	}
 	for _, p := range g.allocs {
 		errList = append(errList, cuda.MemFree(p))
 	}
-	if g.fifoHost != nil {
-		errList = append(errList, cuda.MemFreeHost(g.fifoHost))
-	}
 	if g.stream != (cuda.Stream{}) {
 		errList = append(errList, g.stream.Destroy())
 	}
 	errList = append(errList, g.ctx.Release())
-	g.opened, g.allocs, g.fifoHost, g.stream = nil, nil, nil, cuda.Stream{}
+	g.opened, g.allocs, g.fifo, g.stream = nil, nil, nil, cuda.Stream{}
 	if err := errors.Join(errList...); err != nil {
 		return fmt.Errorf("release GPU %d memory: %w", g.device, err)
 	}

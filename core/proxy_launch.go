@@ -1,7 +1,6 @@
 package core
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/mscclpp-go/mscclpp/core/errs"
@@ -19,7 +18,7 @@ func (c *Comm) ProxyLaunch() error {
 	if err := c.usable(); err != nil {
 		return err
 	}
-	if c.proxyRunning {
+	if c.proxyRunning() {
 		return fmt.Errorf("proxy launch: the proxy is already running: %w", errs.ErrInvalidUsage)
 	}
 	if err := c.requireSetUp("proxy launch"); err != nil {
@@ -30,23 +29,21 @@ func (c *Comm) ProxyLaunch() error {
 		c.log.Info("proxy launch: no connections, nothing to serve")
 		return nil
 	}
-	if c.proxy == nil {
-		if err := c.newProxy(); err != nil {
-			return fmt.Errorf("proxy launch on rank %d: %w", c.Rank(), err)
-		}
-	} else if len(c.conns) > c.proxyConns {
-		if err := c.proxy.AddConns(c.proxyConnTable(c.proxyConns)...); err != nil {
+	f := c.gpu.fifo
+	if n := f.Conns(); len(c.conns) > n {
+		if err := f.AddConns(c.proxyConnTable(n)...); err != nil {
 			return fmt.Errorf("proxy launch on rank %d: %w", c.Rank(), err)
 		}
 	}
-	c.proxyConns = len(c.conns)
-	if err := c.proxy.Start(); err != nil {
+	if err := f.Start(); err != nil {
 		return fmt.Errorf("proxy launch on rank %d: %w", c.Rank(), err)
 	}
-	c.proxyRunning = true
 	c.log.Info("proxy launched", "connections", len(c.conns), "gpu", int(c.gpu.device))
 	return nil
 }
+
+// proxyRunning reports whether the proxy runs. c.mu is held.
+func (c *Comm) proxyRunning() bool { return c.gpu != nil && c.gpu.fifo.Running() }
 
 // proxyConnTable describes connections from index first on as the proxy's table entries.
 func (c *Comm) proxyConnTable(first int) []proxy.Conn {
@@ -63,35 +60,6 @@ func (c *Comm) proxyConnTable(first int) []proxy.Conn {
 	return table
 }
 
-// newProxy creates the proxy and its copy engine, stopped. c.mu is held.
-func (c *Comm) newProxy() error {
-	g := c.gpu
-	unlock := lockThreadWithContext(g)
-	defer unlock()
-	engine, err := newCopyEngine(g.fifoTail)
-	if err != nil {
-		return err
-	}
-	p, err := proxy.New(proxy.Config{
-		Slots:  g.slots(),
-		Conns:  c.proxyConnTable(0),
-		Engine: engine,
-		InitThread: func() error {
-			if err := g.ctx.SetCurrent(); err != nil {
-				return err
-			}
-			pinThreadToGPU(g.device, c.log)
-			return nil
-		},
-		Logger: c.log,
-	})
-	if err != nil {
-		return errors.Join(err, engine.close())
-	}
-	c.proxy, c.engine = p, engine
-	return nil
-}
-
 // ProxyStop stops the proxy and waits for its goroutine and its copies to finish. Stopping a
 // stopped proxy does nothing.
 func (c *Comm) ProxyStop() error {
@@ -105,13 +73,12 @@ func (c *Comm) ProxyStop() error {
 
 // stopProxy stops a running proxy. c.mu is held.
 func (c *Comm) stopProxy() error {
-	if !c.proxyRunning {
+	if !c.proxyRunning() {
 		return nil
 	}
 	c.collectProxyFailure()
-	err := c.proxy.Stop()
-	c.proxyRunning = false
-	stats := c.proxy.Stats()
+	err := c.gpu.fifo.Stop()
+	stats := c.gpu.fifo.Stats()
 	c.log.Info("proxy stopped", "triggers", stats.Executed, "refused", stats.Refused)
 	if err != nil {
 		return fmt.Errorf("proxy stop on rank %d: %w", c.Rank(), err)
@@ -119,26 +86,13 @@ func (c *Comm) stopProxy() error {
 	return nil
 }
 
-// closeProxy stops the proxy and releases its engine, for Close. c.mu is held.
-func (c *Comm) closeProxy() error {
-	if c.proxy == nil {
-		return nil
-	}
-	stopErr := c.stopProxy()
-	unlock := lockThreadWithContext(c.gpu)
-	closeErr := c.engine.close()
-	unlock()
-	c.proxy, c.engine = nil, nil
-	return errors.Join(stopErr, closeErr)
-}
-
 // collectProxyFailure records the proxy's first CUDA error as the communicator's failure. c.mu
 // is held.
 func (c *Comm) collectProxyFailure() {
-	if c.proxy == nil || c.failure != nil {
+	if c.gpu == nil || c.failure != nil {
 		return
 	}
-	if err := c.proxy.Err(); err != nil {
+	if err := c.gpu.fifo.Err(); err != nil {
 		c.failure = fmt.Errorf("proxy: %w", err)
 		c.log.Error("proxy failed; the communicator is unusable", "err", err)
 	}
