@@ -25,7 +25,7 @@ EXAMPLES     := $(BUILD)/examples/bootstrap
 TEST_BINS    := $(BUILD)/tests/refusals
 
 .PHONY: all lib headers pkgconfig install deps test vet gotest fuzz abi-check examples \
-	examples-test capi-test mpi-gotest gpu-bundle gpu-test gpu-bench clean help
+	examples-test capi-test mpi-gotest cuda-examples gpu-bundle gpu-test gpu-bench clean help
 
 all: lib headers pkgconfig ## build libmscclpp.so, the public headers and the pkg-config file
 
@@ -60,7 +60,7 @@ deps: ## install CUDA 11.8 (nvcc, cuda.h, libcuda), OpenMPI and build tools on D
 # ---------------------------------------------------------------------------------------------
 # Tests that need no GPU. `make test` is what CI runs.
 
-test: vet gotest fuzz abi-check capi-test examples-test mpi-gotest ## everything that needs no GPU
+test: vet gotest fuzz abi-check capi-test examples-test mpi-gotest cuda-examples ## everything that needs no GPU
 	@echo "make test: all passed"
 
 vet:
@@ -91,7 +91,22 @@ $(BUILD)/tests/refusals: tests/capi/refusals.cpp all
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -Wall -Wextra $< $$($(PKG) --cflags --libs) -o $@
 
-examples: $(EXAMPLES) ## build the C/C++ examples against build/
+# The CUDA programs (GPU tests, tutorials, benchmarks) are compiled and linked here too, so CI
+# catches a header or export change that breaks them; they run on the GPU host (make gpu-test).
+CUDA_PROGRAMS := $(wildcard examples/mpi/*/main.cu examples/tutorials/*/main.cu)
+NVCC_FLAGS    := -std=c++17 -O2 -arch=sm_90 -DOMPI_SKIP_MPICXX -Xcompiler -Wall
+
+cuda-examples: all
+	@mkdir -p $(BUILD)/examples
+	@for src in $(CUDA_PROGRAMS); do \
+		name=$$(basename $$(dirname $$src)); \
+		echo "nvcc $$src"; \
+		$(NVCC) $(NVCC_FLAGS) -I$(BUILD)/include $$($(MPICXX) --showme:compile) $$src -o $(BUILD)/examples/$$name \
+			-L$(BUILD)/lib -lmscclpp -Xlinker -rpath,$(ABS_BUILD)/lib \
+			-Xlinker "$$($(MPICXX) --showme:link | sed 's/ /,/g')" || exit 1; \
+	done
+
+examples: $(EXAMPLES) cuda-examples ## build the C/C++ and CUDA examples against build/
 
 capi-test: $(TEST_BINS) ## C ABI refusals, log handler and error strings, from a C++ program
 	$(BUILD)/tests/refusals

@@ -70,14 +70,19 @@ else
 	result "build bootstrap example" 1
 fi
 
-# 3. CUDA programs against the legacy header (one rank per GPU).
+# 3. CUDA programs: the legacy-header tests, the device-handle test and the tutorials. A program
+# that includes mpi.h runs one rank per GPU under mpirun; the others run as one process.
 nvcc_flags="-std=c++17 -O2 -arch=sm_90 -I$build/include $mpi_inc -DOMPI_SKIP_MPICXX"
-for src in examples/mpi/legacy_*/main.cu; do
+for src in examples/mpi/legacy_*/main.cu examples/mpi/channels_*/main.cu examples/tutorials/*/main.cu; do
 	[ -e "$src" ] || continue
 	name=$(basename "$(dirname "$src")")
 	if nvcc $nvcc_flags "$src" -o "$bin/$name" -L"$build/lib" -lmscclpp -Xlinker "-rpath,$build/lib" \
 		-Xlinker "$(echo $mpi_lib | sed 's/ /,/g')" 2>&1; then
-		run "$name" 300 $mpirun -np "$np" "$bin/$name"
+		if grep -q '#include <mpi.h>' "$src"; then
+			run "$name" 300 $mpirun -np "$np" "$bin/$name"
+		else
+			run "$name" 300 "$bin/$name"
+		fi
 	else
 		result "build $name" 1
 	fi
