@@ -110,17 +110,22 @@ func TestPingPongGPU(t *testing.T) {
 	channel0 := NewBaseMemoryChannel(sema0).DeviceHandle()
 	channel1 := NewBaseMemoryChannel(sema1).DeviceHandle()
 
-	// Results of GPU 1 in host-pinned memory it writes directly: rounds (int32) at 0, cycles at 8.
-	results, err := cuda.MemHostAlloc(16)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, cuda.MemFreeHost(results)) })
-	clear(unsafe.Slice((*byte)(results), 16))
-	resultsDev, err := cuda.MemHostGetDevicePointer(results)
-	require.NoError(t, err)
-	roundsPtr, cyclesPtr := uint64(resultsDev), uint64(resultsDev)+8
-
 	waiter := newGPURunner(t, 0, "pingPongWaiter")
 	signaller := newGPURunner(t, 1, "pingPongSignaller")
+
+	// Results of GPU 1 in host-pinned memory it writes directly: rounds (int32) at 0, cycles at 8.
+	var results unsafe.Pointer
+	var resultsDev cuda.DevicePtr
+	signaller.do(t, func() (err error) {
+		if results, err = cuda.MemHostAlloc(16); err != nil {
+			return err
+		}
+		clear(unsafe.Slice((*byte)(results), 16))
+		resultsDev, err = cuda.MemHostGetDevicePointer(results)
+		return err
+	})
+	t.Cleanup(func() { signaller.do(t, func() error { return cuda.MemFreeHost(results) }) })
+	roundsPtr, cyclesPtr := uint64(resultsDev), uint64(resultsDev)+8
 	iterations, spinCycles := int32(pingPongIterations), int64(pingPongSpinCycles)
 	start := time.Now()
 	waiter.do(t, func() error {

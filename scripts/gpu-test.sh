@@ -57,7 +57,7 @@ echo "gpu-test: $ngpus GPUs, $np ranks; $(nvidia-smi --query-gpu=name,driver_ver
 for t in "$build"/gotest/*.test; do
 	[ -e "$t" ] || continue
 	pkg=$(basename "$t" .test)
-	run "go test ${pkg//_//}" 300 bash -c "cd '${pkg//_//}' && '$t' -test.count=1 -test.v 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go'; exit \${PIPESTATUS[0]}"
+	run "go test ${pkg//_//}" 300 bash -c "cd '${pkg//_//}' && '$t' -test.count=1 -test.v 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go|Error:|Messages:'; exit \${PIPESTATUS[0]}"
 done
 
 # 2. C/C++ programs written only against the public headers, one rank per GPU.

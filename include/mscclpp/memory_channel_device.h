@@ -44,7 +44,7 @@ MSCCLPP_DEVICE_INLINE void mscclppCopy(void* dst, const void* src, uint64_t byte
   const uint64_t word = (misaligned & 15) == 0 ? 16 : (misaligned & 7) == 0 ? 8 : (misaligned & 3) == 0 ? 4 : 1;
   uint64_t head = (word - (reinterpret_cast<uintptr_t>(d) & (word - 1))) & (word - 1);
   if (head > bytes) head = bytes;
-  const uint64_t words = (bytes - head) / word;
+  const uint64_t words = word == 1 ? 0 : (bytes - head) / word; /* bytes only: the tail loop copies all */
   const uint64_t tail = head + words * word;
   for (uint64_t i = threadId; i < head; i += numThreads) d[i] = s[i];
   switch (word) {
@@ -58,7 +58,7 @@ MSCCLPP_DEVICE_INLINE void mscclppCopy(void* dst, const void* src, uint64_t byte
       mscclppCopyWords<uint32_t>(d + head, s + head, words, threadId, numThreads);
       break;
     default:
-      break; /* word == 1: head is 0, the tail loop below copies everything */
+      break; /* word == 1: no words; the tail loop below copies everything */
   }
   for (uint64_t i = tail + threadId; i < bytes; i += numThreads) d[i] = s[i];
 }
