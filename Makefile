@@ -22,7 +22,7 @@ NP           ?= 4
 # Examples are built against build/ only, through the pkg-config file there.
 PKG          := PKG_CONFIG_PATH=$(ABS_BUILD)/lib/pkgconfig pkg-config mscclpp
 EXAMPLES     := $(BUILD)/examples/bootstrap
-TEST_BINS    := $(BUILD)/tests/refusals
+TEST_BINS    := $(BUILD)/tests/refusals $(BUILD)/tests/core_refusals
 
 .PHONY: all lib headers pkgconfig install deps test vet gotest fuzz abi-check examples \
 	examples-test capi-test mpi-gotest cuda-examples gpu-bundle gpu-test gpu-bench clean help
@@ -91,6 +91,11 @@ $(BUILD)/tests/refusals: tests/capi/refusals.cpp all
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -Wall -Wextra $< $$($(PKG) --cflags --libs) -o $@
 
+$(BUILD)/tests/core_refusals: tests/capi/core_refusals.c all
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Wpedantic $< $$($(PKG) --cflags --libs) -lpthread -o $@
+
+
 # The CUDA programs (GPU tests, tutorials, benchmarks) are compiled and linked here too, so CI
 # catches a header or export change that breaks them; they run on the GPU host (make gpu-test).
 CUDA_PROGRAMS := $(wildcard examples/mpi/*/main.cu examples/tutorials/*/main.cu)
@@ -108,8 +113,10 @@ cuda-examples: all
 
 examples: $(EXAMPLES) cuda-examples ## build the C/C++ and CUDA examples against build/
 
-capi-test: $(TEST_BINS) ## C ABI refusals, log handler and error strings, from a C++ program
+capi-test: $(TEST_BINS) ## C ABI refusals, log handler and error strings, from C++ and C programs
 	$(BUILD)/tests/refusals
+	./tests/capi/core_c_exports.sh $(LIB) include/mscclpp/core.h
+	$(BUILD)/tests/core_refusals
 
 examples-test: examples ## run the examples under mpirun with $(NP) ranks
 	./examples/mpi/bootstrap/run.sh $(BUILD)/examples/bootstrap $(NP) "$(MPIRUN) $(MPIRUN_FLAGS)"

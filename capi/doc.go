@@ -4,11 +4,13 @@
 //
 // Rules every export follows:
 //   - No Go panic crosses into C: each export recovers and returns mscclppInternalError.
-//   - C never holds a Go pointer: a communicator handle is a small C allocation that a Go table
-//     maps to the Go communicator (comm.go).
+//   - C never holds a Go pointer: a handle is a small C allocation that a Go table maps to the Go
+//     object (comm.go for the legacy communicator, handles.go for the handles of core.h). A released
+//     handle keeps its allocation, so it is refused, never reused.
 //   - A refused call logs its reason at WARN through the library's log handler.
 //
-// The exported names and signatures are those of include/mscclpp.h, the legacy MSCCL++ 0.1 API.
+// The exported names and signatures are those of include/mscclpp.h, the legacy MSCCL++ 0.1 API,
+// and of include/mscclpp/core.h, the primitive API (core_*.go; serialized structs in wire.go).
 package main
 
 func main() {}

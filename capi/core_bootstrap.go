@@ -1,0 +1,188 @@
+package main
+
+/*
+#include "core_capi.h"
+*/
+import "C"
+
+import (
+	"context"
+	"unsafe"
+
+	"github.com/mscclpp-go/mscclpp/core/bootstrap"
+)
+
+// The bootstraps of the primitive API (core.h).
+var bootstraps = newHandleTable[*bootstrap.TCP]("bootstrap")
+
+//export mscclppBootstrapCreateUniqueId
+func mscclppBootstrapCreateUniqueId(id *C.mscclppUniqueId) C.mscclppResult_t {
+	return call("mscclppBootstrapCreateUniqueId", func() error {
+		if id == nil {
+			return invalidArg("id is NULL")
+		}
+		// The root serves the job in the background until every rank has joined or the
+		// bootstrap timeout passes; it needs no handle.
+		root, err := bootstrap.NewRoot(bootstrap.Options{})
+		if err != nil {
+			return err
+		}
+		goID := root.ID()
+		C.memcpy(unsafe.Pointer(id), unsafe.Pointer(&goID[0]), C.size_t(len(goID)))
+		return nil
+	})
+}
+
+//export mscclppBootstrapCreateFromId
+func mscclppBootstrapCreateFromId(b *C.mscclppBootstrap_t, rank, nranks C.int, id C.mscclppUniqueId) C.mscclppResult_t {
+	return call("mscclppBootstrapCreateFromId", func() error {
+		if b == nil {
+			return invalidArg("bootstrap is NULL")
+		}
+		*b = nil
+		if err := checkRanks(nranks, rank); err != nil {
+			return err
+		}
+		var goID bootstrap.UniqueID
+		C.memcpy(unsafe.Pointer(&goID[0]), unsafe.Pointer(&id.internal[0]), C.size_t(len(goID)))
+		t, err := bootstrap.Join(context.Background(), goID, int(rank), int(nranks), bootstrap.Options{})
+		if err != nil {
+			return err
+		}
+		*b = C.mscclppBootstrap_t(bootstraps.register(t))
+		return nil
+	})
+}
+
+//export mscclppBootstrapCreate
+func mscclppBootstrapCreate(b *C.mscclppBootstrap_t, rank, nranks C.int, ifIpPort *C.char) C.mscclppResult_t {
+	return call("mscclppBootstrapCreate", func() error {
+		if b == nil {
+			return invalidArg("bootstrap is NULL")
+		}
+		*b = nil
+		if ifIpPort == nil {
+			return invalidArg("ifIpPort is NULL")
+		}
+		if err := checkRanks(nranks, rank); err != nil {
+			return err
+		}
+		t, err := bootstrap.JoinAddr(context.Background(), C.GoString(ifIpPort), int(rank), int(nranks), bootstrap.Options{})
+		if err != nil {
+			return err
+		}
+		*b = C.mscclppBootstrap_t(bootstraps.register(t))
+		return nil
+	})
+}
+
+//export mscclppBootstrapRank
+func mscclppBootstrapRank(b C.mscclppBootstrap_t, rank *C.int) C.mscclppResult_t {
+	return call("mscclppBootstrapRank", func() error {
+		t, err := bootstraps.lookup(unsafe.Pointer(b))
+		if err != nil {
+			return err
+		}
+		if rank == nil {
+			return invalidArg("rank is NULL")
+		}
+		*rank = C.int(t.Rank())
+		return nil
+	})
+}
+
+//export mscclppBootstrapSize
+func mscclppBootstrapSize(b C.mscclppBootstrap_t, nranks *C.int) C.mscclppResult_t {
+	return call("mscclppBootstrapSize", func() error {
+		t, err := bootstraps.lookup(unsafe.Pointer(b))
+		if err != nil {
+			return err
+		}
+		if nranks == nil {
+			return invalidArg("nranks is NULL")
+		}
+		*nranks = C.int(t.Size())
+		return nil
+	})
+}
+
+// cBytes is the C buffer (data, size) as a slice; nil when size is 0.
+func cBytes(data unsafe.Pointer, size C.size_t) ([]byte, error) {
+	if size == 0 {
+		return nil, nil
+	}
+	if data == nil {
+		return nil, invalidArg("data is NULL but size is %d", size)
+	}
+	return unsafe.Slice((*byte)(data), int(size)), nil
+}
+
+//export mscclppBootstrapSend
+func mscclppBootstrapSend(b C.mscclppBootstrap_t, data unsafe.Pointer, size C.size_t, peer, tag C.int) C.mscclppResult_t {
+	return call("mscclppBootstrapSend", func() error {
+		t, err := bootstraps.lookup(unsafe.Pointer(b))
+		if err != nil {
+			return err
+		}
+		buf, err := cBytes(data, size)
+		if err != nil {
+			return err
+		}
+		return t.Send(context.Background(), int(peer), int(tag), buf)
+	})
+}
+
+//export mscclppBootstrapRecv
+func mscclppBootstrapRecv(b C.mscclppBootstrap_t, data unsafe.Pointer, size C.size_t, peer, tag C.int) C.mscclppResult_t {
+	return call("mscclppBootstrapRecv", func() error {
+		t, err := bootstraps.lookup(unsafe.Pointer(b))
+		if err != nil {
+			return err
+		}
+		buf, err := cBytes(data, size)
+		if err != nil {
+			return err
+		}
+		if buf == nil {
+			buf = []byte{}
+		}
+		return t.RecvInto(context.Background(), int(peer), int(tag), buf)
+	})
+}
+
+//export mscclppBootstrapAllGatherBytes
+func mscclppBootstrapAllGatherBytes(b C.mscclppBootstrap_t, data unsafe.Pointer, size C.size_t) C.mscclppResult_t {
+	return call("mscclppBootstrapAllGatherBytes", func() error {
+		t, err := bootstraps.lookup(unsafe.Pointer(b))
+		if err != nil {
+			return err
+		}
+		buf, err := cBytes(data, size*C.size_t(t.Size()))
+		if err != nil {
+			return err
+		}
+		return t.AllGather(context.Background(), buf, int(size))
+	})
+}
+
+//export mscclppBootstrapBarrierAll
+func mscclppBootstrapBarrierAll(b C.mscclppBootstrap_t) C.mscclppResult_t {
+	return call("mscclppBootstrapBarrierAll", func() error {
+		t, err := bootstraps.lookup(unsafe.Pointer(b))
+		if err != nil {
+			return err
+		}
+		return t.Barrier(context.Background())
+	})
+}
+
+//export mscclppBootstrapDestroy
+func mscclppBootstrapDestroy(b C.mscclppBootstrap_t) C.mscclppResult_t {
+	return call("mscclppBootstrapDestroy", func() error {
+		t, err := bootstraps.release(unsafe.Pointer(b))
+		if err != nil {
+			return err
+		}
+		return t.Close()
+	})
+}
