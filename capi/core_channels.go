@@ -61,7 +61,7 @@ func mscclppSemaphoreCreate(conn C.mscclppConnection_t, local, remote *C.mscclpp
 		if err != nil {
 			return err
 		}
-		s, err := core.NewSemaphore(l, r)
+		s, err := core.NewSemaphoreOn(cn, l, r)
 		if err != nil {
 			return err
 		}

@@ -179,6 +179,29 @@ func NewSemaphore(local, remote SemaphoreStub) (*Semaphore, error) {
 	return &Semaphore{conn: conn, local: local, remote: remote, remoteInbound: remoteInbound, outbound: outbound, expected: expected}, nil
 }
 
+// NewSemaphoreOn is NewSemaphore for a caller that kept its own stub in serialized form (the C
+// API, where stubs are byte structs): local, decoded, is re-attached to conn after checking that
+// it is conn's local end and was made by this process; a stub still attached must be conn's.
+func NewSemaphoreOn(conn *Connection, local, remote SemaphoreStub) (*Semaphore, error) {
+	if conn == nil {
+		return nil, fmt.Errorf("new semaphore: nil connection: %w", errs.ErrInvalidArgument)
+	}
+	switch {
+	case local.conn == conn:
+	case local.conn != nil:
+		return nil, fmt.Errorf("new semaphore on %v: the local stub was made for %v: %w", conn, local.conn, errs.ErrInvalidArgument)
+	case local.endpoint.id != conn.local.id:
+		return nil, fmt.Errorf("new semaphore on %v: the local stub belongs to %v, not to the connection's local end: %w",
+			conn, local.endpoint, errs.ErrInvalidArgument)
+	case !local.token.origin.sameProcess(thisProcess()):
+		return nil, fmt.Errorf("new semaphore on %v: the local stub was made by another process: %w", conn, errs.ErrInvalidArgument)
+	default:
+		local.conn = conn
+		local.token.data = local.token.addr // this process's own token
+	}
+	return NewSemaphore(local, remote)
+}
+
 // checkStubPair checks that remote was made by the peer of conn.
 func checkStubPair(conn *Connection, remote SemaphoreStub) error {
 	switch {

@@ -115,3 +115,28 @@ func TestNewSemaphoreWithoutGPU(t *testing.T) {
 	_, err := NewSemaphore(local, testStub(otherProcess(), 42))
 	assertNoGPUError(t, err)
 }
+
+func TestNewSemaphoreOnRefusals(t *testing.T) {
+	_, err := NewSemaphoreOn(nil, SemaphoreStub{}, SemaphoreStub{})
+	assert.ErrorIs(t, err, errs.ErrInvalidArgument)
+
+	conn := &Connection{local: Endpoint{id: 1}, remote: Endpoint{id: 2}}
+	other := &Connection{local: Endpoint{id: 3}}
+	tests := []struct {
+		name  string
+		local SemaphoreStub
+		want  string
+	}{
+		{"made for another connection", SemaphoreStub{conn: other}, "the local stub was made for"},
+		{"another endpoint", SemaphoreStub{endpoint: Endpoint{id: 9}}, "not to the connection's local end"},
+		{"another process", SemaphoreStub{endpoint: Endpoint{id: 1}, token: RegisteredMemory{origin: origin{process: 2}}}, "made by another process"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewSemaphoreOn(conn, tc.local, SemaphoreStub{})
+			require.Error(t, err)
+			assert.ErrorIs(t, err, errs.ErrInvalidArgument)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
