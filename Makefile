@@ -11,7 +11,7 @@ ABS_BUILD := $(abspath $(BUILD))
 LIB      := $(BUILD)/lib/libmscclpp.so
 PC       := $(BUILD)/lib/pkgconfig/mscclpp.pc
 HEADERS  := $(wildcard include/*.h include/mscclpp/*.h)
-GO_SRC   := go.mod go.sum $(shell find capi core internal -type f \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.s' \) -not -name '*_test.go')
+GO_SRC   := go.mod go.sum $(shell find capi core channels internal include -type f \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.s' \) -not -name '*_test.go')
 
 # mpirun refuses to run as root unless told; the examples need more ranks than CI has cores.
 MPIRUN       ?= mpirun

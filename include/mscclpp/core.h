@@ -9,6 +9,13 @@
  * and sent through any channel (MPI, files, sockets).
  *
  * Every function returns mscclppSuccess or an error code; the reason of a failure is logged.
+ *
+ * Lifetimes: destroy in the reverse order of creation: stop and destroy proxy services, then
+ * semaphores, memories, connections, communicators, contexts, bootstraps. A context owns the GPU
+ * memory it allocated (semaphore stubs' counters included) and the peer memory it mapped; after
+ * mscclppContextDestroy the handles made through it must still be released, and any other use of
+ * them fails with mscclppInvalidUsage. A semaphore serves memory channels (GPU threads signal the
+ * peer) or port channels (the peer's proxy signals), not both.
  * "Collective" marks calls that the peer(s) must match; they block until matched or the bootstrap
  * timeout (MSCCLPP_BOOTSTRAP_TIMEOUT, mscclppSetBootstrapConnTimeout) expires.
  */
@@ -26,12 +33,24 @@
 extern "C" {
 #endif
 
+/* ---- Shared with the legacy API (also declared, identically, in mscclpp.h) ----------------- */
+
+/* The text of a result code (static storage). */
+const char* mscclppGetErrorString(mscclppResult_t result);
+/* Sets the bootstrap timeout in seconds for every later blocking step (default 30, or
+ * MSCCLPP_BOOTSTRAP_TIMEOUT). */
+mscclppResult_t mscclppSetBootstrapConnTimeout(int timeout);
+/* Sends the library's log lines to handler (each line ends with a newline). */
+typedef void (*mscclppLogHandler_t)(const char* msg);
+mscclppResult_t mscclppSetLogHandler(mscclppLogHandler_t handler);
+
 /* ---- Bootstrap ---------------------------------------------------------------------------- */
 
 /* A TCP bootstrap: one per rank, out-of-band messages between the ranks of a job. */
 typedef struct mscclppBootstrap_s* mscclppBootstrap_t;
 
-/* Makes a rendezvous id and starts its root in the background (rank 0 calls it; share the id). */
+/* Makes a rendezvous id and starts its root in the background (rank 0 calls it; share the id).
+ * The root serves until every rank has joined, or for the bootstrap timeout. */
 mscclppResult_t mscclppBootstrapCreateUniqueId(mscclppUniqueId* id);
 /* Joins the job of `nranks` ranks through `id` as `rank`. Collective; blocks until all joined. */
 mscclppResult_t mscclppBootstrapCreateFromId(mscclppBootstrap_t* bootstrap, int rank, int nranks, mscclppUniqueId id);
@@ -100,7 +119,8 @@ mscclppResult_t mscclppMemoryRelease(mscclppRegMem_t memory);
 
 /* ---- Semaphores and memory channels ------------------------------------------------------------ */
 
-/* Allocates this side's inbound counter for a semaphore over `connection`. Local. */
+/* Allocates this side's inbound counter for a semaphore over `connection` (owned by the context;
+ * one stub per semaphore). Send the stub to the peer. Local. */
 mscclppResult_t mscclppSemaphoreStubCreate(mscclppConnection_t connection, mscclppSemaphoreStub* stub);
 /* Builds this side's semaphore from its own stub and the peer's. Local. */
 mscclppResult_t mscclppSemaphoreCreate(mscclppConnection_t connection, const mscclppSemaphoreStub* local,
@@ -109,7 +129,9 @@ mscclppResult_t mscclppSemaphoreDestroy(mscclppSemaphore_t semaphore);
 /* Device handles for GPU kernels: copy them to device or constant memory. Local. */
 mscclppResult_t mscclppBaseMemoryChannelGetDeviceHandle(mscclppSemaphore_t semaphore,
                                                         mscclppBaseMemoryChannelDeviceHandle* handle);
-/* dst: the peer's memory (opened here); src: this side's; packetBuffer: incoming packets or NULL. */
+/* dst: the peer's memory (opened here); src: this side's; packetBuffer: this side's scratch for
+ * incoming packets, or NULL. putPackets writes into dst, so for packets dst must be the peer's
+ * packet scratch (a second channel over the same semaphore serves when data and packets differ). */
 mscclppResult_t mscclppMemoryChannelGetDeviceHandle(mscclppSemaphore_t semaphore, mscclppRegMem_t dst,
                                                     mscclppRegMem_t src, void* packetBuffer,
                                                     mscclppMemoryChannelDeviceHandle* handle);
@@ -118,7 +140,8 @@ mscclppResult_t mscclppMemoryChannelGetDeviceHandle(mscclppSemaphore_t semaphore
 
 typedef struct mscclppProxyService_s* mscclppProxyService_t;
 
-/* A proxy service with a FIFO of `fifoSize` triggers (0: 512). Local. */
+/* A proxy service with a FIFO of `fifoSize` triggers (0: 512; otherwise a power of two >= 4, else
+ * mscclppInvalidArgument). Local. */
 mscclppResult_t mscclppProxyServiceCreate(int fifoSize, mscclppProxyService_t* service);
 /* Adds a semaphore or a memory; returns its id for mscclppProxyServicePortChannel. Local. */
 mscclppResult_t mscclppProxyServiceAddSemaphore(mscclppProxyService_t service, mscclppSemaphore_t semaphore,
@@ -142,7 +165,10 @@ typedef struct mscclppFuture_s* mscclppFuture_t;  /* a pending result; get it, t
 mscclppResult_t mscclppCommunicatorCreate(mscclppBootstrap_t bootstrap, mscclppContext_t context,
                                           mscclppCommunicator_t* communicator);
 mscclppResult_t mscclppCommunicatorDestroy(mscclppCommunicator_t communicator);
-/* Starts connecting to `remoteRank` (which makes the mirror call with this rank and the same tag). */
+/* Tags are in [0, 2^24). Calls of one kind (connect, semaphore, memory) with the same peer and tag
+ * are paired with the peer's mirror calls in call order; kinds never mix.
+ * Starts connecting to `remoteRank` (which makes the mirror call with this rank and the same tag);
+ * the endpoint is GPU deviceId of this process. */
 mscclppResult_t mscclppCommunicatorConnect(mscclppCommunicator_t communicator, mscclppTransport_t transport,
                                            int deviceId, int remoteRank, int tag, mscclppFuture_t* future);
 /* Starts building a semaphore over `connection` with `remoteRank` (mirror call there). */
@@ -153,12 +179,16 @@ mscclppResult_t mscclppCommunicatorSendMemory(mscclppCommunicator_t communicator
                                               int remoteRank, int tag, mscclppFuture_t* future);
 mscclppResult_t mscclppCommunicatorRecvMemory(mscclppCommunicator_t communicator, int remoteRank, int tag,
                                               mscclppFuture_t* future);
-/* Blocks until the future's operation finished (bootstrap timeout); returns its result. */
+/* Blocks until the future's operation finished (bootstrap timeout); returns its result. May be
+ * called any number of times, before or after a Get; a SendMemory future has only this. */
 mscclppResult_t mscclppFutureWait(mscclppFuture_t future);
-/* Waits, then hands out the result (each may be called once per future, of the matching kind). */
+/* Waits, then hands out the result as a new handle: once per future, of the future's kind (else
+ * mscclppInvalidUsage); a failed operation returns its error on every call. The memory of
+ * GetMemory is already mapped here. Destroy the future afterwards. */
 mscclppResult_t mscclppFutureGetConnection(mscclppFuture_t future, mscclppConnection_t* connection);
 mscclppResult_t mscclppFutureGetSemaphore(mscclppFuture_t future, mscclppSemaphore_t* semaphore);
 mscclppResult_t mscclppFutureGetMemory(mscclppFuture_t future, mscclppRegMem_t* memory);
+/* Releases the future; its operation, if still running, finishes in the background. */
 mscclppResult_t mscclppFutureDestroy(mscclppFuture_t future);
 
 #ifdef __cplusplus

@@ -18,11 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* From mscclpp.h, which is C++ only. */
-const char* mscclppGetErrorString(mscclppResult_t result);
-mscclppResult_t mscclppSetBootstrapConnTimeout(int timeout);
-mscclppResult_t mscclppSetLogHandler(void (*handler)(const char* msg));
-
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int passed, failed;
 static char logged[1 << 16];
