@@ -12,8 +12,8 @@
 // mscclppResult_t, mscclppUniqueId and mscclppTransport_t come from the public C header itself.
 #include "../include/mscclpp/types.h"
 
-// A communicator handle as C sees it: C-allocated, never dereferenced by C, looked up by address
-// in a Go table. The magic only helps someone reading a core dump.
+// A communicator handle as C sees it: C-allocated (as a capiHandle, same layout), never
+// dereferenced by C, looked up by address in a Go table (handles.go).
 struct mscclppComm {
   uint64_t magic;
 };

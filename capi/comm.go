@@ -16,61 +16,28 @@ import (
 	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
-// Handle magics, for whoever reads a core dump; lookups go through the table, never the magic.
-const (
-	commLiveMagic      = 0x6d7363636c707063 // "msccl ppc"
-	commDestroyedMagic = 0xdeadc0de6d736363
+// comms holds the legacy communicators (a handleTable, like every handle of the C API; the C type
+// struct mscclppComm has capiHandle's layout). legacyMu guards the per-communicator side tables
+// (device-connection arrays, registrations) and is always taken before the table's own lock.
+var (
+	comms    = newHandleTable[*core.Comm]("communicator")
+	legacyMu sync.Mutex
 )
 
-// comms maps the C handles handed out to their Go communicators. A destroyed handle leaves the
-// table but its 8-byte C allocation is kept, so that the address is never reused for a later
-// communicator and a call with the stale handle is refused rather than misdirected.
-var comms = struct {
-	sync.Mutex
-	byHandle map[C.mscclppComm_t]*core.Comm
-}{byHandle: map[C.mscclppComm_t]*core.Comm{}}
+func registerComm(c *core.Comm) C.mscclppComm_t { return C.mscclppComm_t(comms.register(c)) }
 
-func registerComm(c *core.Comm) C.mscclppComm_t {
-	h := C.mscclppComm_t(C.calloc(1, C.sizeof_struct_mscclppComm))
-	if h == nil {
-		panic("calloc of a communicator handle failed")
-	}
-	h.magic = commLiveMagic
-	comms.Lock()
-	defer comms.Unlock()
-	comms.byHandle[h] = c
-	return h
-}
+func lookupComm(h C.mscclppComm_t) (*core.Comm, error) { return comms.lookup(unsafe.Pointer(h)) }
 
-func lookupComm(h C.mscclppComm_t) (*core.Comm, error) {
-	comms.Lock()
-	defer comms.Unlock()
-	return lookupCommLocked(h)
-}
-
-// lookupCommLocked is lookupComm for callers that hold comms' lock.
-func lookupCommLocked(h C.mscclppComm_t) (*core.Comm, error) {
-	if h == nil {
-		return nil, invalidArg("communicator is NULL")
-	}
-	c, ok := comms.byHandle[h]
-	if !ok {
-		return nil, invalidUsage("communicator %p is destroyed or was not created by this library", unsafe.Pointer(h))
-	}
-	return c, nil
-}
-
+// unregisterComm releases the handle and drops its side tables.
 func unregisterComm(h C.mscclppComm_t) (*core.Comm, error) {
-	comms.Lock()
-	defer comms.Unlock()
-	c, err := lookupCommLocked(h)
+	legacyMu.Lock()
+	defer legacyMu.Unlock()
+	c, err := comms.release(unsafe.Pointer(h))
 	if err != nil {
 		return nil, err
 	}
-	delete(comms.byHandle, h)
 	freeDeviceConnections(h)
 	forgetRegistrations(h)
-	h.magic = commDestroyedMagic
 	return c, nil
 }
 

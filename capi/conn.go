@@ -28,8 +28,8 @@ type devConnArray struct {
 	n   int
 }
 
-// deviceConnections returns the communicator's current C array of device connections. comms
-// is locked by the caller.
+// deviceConnections returns the communicator's current C array of device connections. legacyMu
+// is held by the caller.
 func deviceConnections(h C.mscclppComm_t, c *core.Comm) (devConnArray, error) {
 	conns, err := c.DevConns()
 	if err != nil {
@@ -51,7 +51,7 @@ func deviceConnections(h C.mscclppComm_t, c *core.Comm) (devConnArray, error) {
 	return a, nil
 }
 
-// freeDeviceConnections releases the arrays of a destroyed communicator. comms is locked.
+// freeDeviceConnections releases the arrays of a destroyed communicator. legacyMu is held.
 func freeDeviceConnections(h C.mscclppComm_t) {
 	for _, a := range devConnArrays.byHandle[h] {
 		C.free(a.ptr)
@@ -90,9 +90,9 @@ func mscclppGetAllDeviceConnections(comm C.mscclppComm_t, devConns **C.mscclppDe
 		if devConns == nil || nConns == nil {
 			return invalidArg("devConns or nConns is NULL")
 		}
-		comms.Lock()
-		defer comms.Unlock()
-		c, err := lookupCommLocked(comm)
+		legacyMu.Lock()
+		defer legacyMu.Unlock()
+		c, err := lookupComm(comm)
 		if err != nil {
 			return err
 		}
@@ -112,9 +112,9 @@ func mscclppGetDeviceConnection(comm C.mscclppComm_t, remoteRank C.int, tag C.in
 		if devConn == nil {
 			return invalidArg("devConn is NULL")
 		}
-		comms.Lock()
-		defer comms.Unlock()
-		c, err := lookupCommLocked(comm)
+		legacyMu.Lock()
+		defer legacyMu.Unlock()
+		c, err := lookupComm(comm)
 		if err != nil {
 			return err
 		}

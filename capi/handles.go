@@ -59,7 +59,7 @@ func (t *handleTable[T]) lookupLocked(h unsafe.Pointer) (T, error) {
 	}
 	v, ok := t.m[h]
 	if !ok {
-		return zero, invalidUsage("%s %p is released or not created by this library", t.name, h)
+		return zero, invalidUsage("%s %p is unknown (destroyed?): released or not created by this library", t.name, h)
 	}
 	return v, nil
 }

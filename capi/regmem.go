@@ -24,7 +24,7 @@ type regEntry struct {
 	reg  *core.Registration
 }
 
-// forgetRegistrations drops the entries of a destroyed communicator. comms is locked.
+// forgetRegistrations drops the entries of a destroyed communicator. legacyMu is held.
 func forgetRegistrations(h C.mscclppComm_t) {
 	for m, e := range registrations {
 		if e.comm == h {
@@ -51,8 +51,8 @@ func mscclppRegisterBuffer(comm C.mscclppComm_t, localMemory unsafe.Pointer, siz
 			addrs[i] = C.uint64_t(rb.Addr)
 		}
 		C.capiRegMemSetP2P(regMem, C.size_t(len(addrs)), &addrs[0])
-		comms.Lock()
-		defer comms.Unlock()
+		legacyMu.Lock()
+		defer legacyMu.Unlock()
 		registrations[regMem] = regEntry{comm: comm, reg: reg}
 		return nil
 	})
@@ -65,13 +65,13 @@ func mscclppRegisteredBufferWrite(comm C.mscclppComm_t, regMem *C.mscclppRegiste
 		if regMem == nil || srcBuff == nil {
 			return invalidArg("regMem or srcBuff is NULL")
 		}
-		comms.Lock()
-		if _, err := lookupCommLocked(comm); err != nil {
-			comms.Unlock()
+		legacyMu.Lock()
+		if _, err := lookupComm(comm); err != nil {
+			legacyMu.Unlock()
 			return err
 		}
 		e, ok := registrations[regMem]
-		comms.Unlock()
+		legacyMu.Unlock()
 		if !ok || e.comm != comm {
 			return invalidUsage("regMem %p was not filled by mscclppRegisterBuffer on this communicator", unsafe.Pointer(regMem))
 		}
