@@ -23,6 +23,8 @@
 #include <mpi.h>
 #include <mscclpp.h>
 
+#include "../../common/example_util.h"
+
 #include <chrono>
 #include <cstdarg>
 #include <cstdint>
@@ -33,6 +35,10 @@
 #include <vector>
 
 namespace legacytest {
+
+using exampleutil::globalTimerNs;
+using exampleutil::sizeText;
+using exampleutil::strf;
 
 // ---------------------------------------------------------------------------------------------
 // Constants
@@ -91,16 +97,6 @@ inline ProcessInfo g_proc;
   std::abort();  // MPI_Abort does not return; this tells the compiler so
 }
 
-// printf into a std::string, for messages built before they are needed.
-inline std::string strf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-inline std::string strf(const char* fmt, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buf, sizeof(buf), fmt, args);
-  va_end(args);
-  return buf;
-}
 
 inline void checkCuda(cudaError_t err, const char* call, const char* file, int line) {
   if (err != cudaSuccess) fatal("%s:%d: %s failed: %s (%s)", file, line, call, cudaGetErrorString(err), cudaGetErrorName(err));
@@ -319,12 +315,6 @@ inline void abortOnTimeouts(const std::vector<DeviceStatus>& status, const std::
 // Bounded waits (device)
 // ---------------------------------------------------------------------------------------------
 
-// Nanoseconds of the GPU's global timer (wall-clock based, unlike clock64()).
-__device__ inline uint64_t globalTimerNs() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 // Like `count` calls of mscclppDevConn::wait(): advances this end's wait epoch by `count` and
 // polls the same counter (localSignalEpochId->proxy) until the peer's signals reach it. Gives up
@@ -565,16 +555,6 @@ inline unsigned long long sumOverRanks(unsigned long long v) {
   return total;
 }
 
-// "4 B", "64 KiB", "256 MiB": sizes in table rows and messages.
-inline std::string sizeText(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) {
-    bytes /= 1024;
-    u++;
-  }
-  return strf("%llu %s", static_cast<unsigned long long>(bytes), units[u]);
-}
 
 }  // namespace legacytest
 

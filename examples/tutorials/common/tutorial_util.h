@@ -19,6 +19,8 @@
 #include <mscclpp.h>  // only for mscclppGetErrorString
 #include <mscclpp/core.h>
 
+#include "../../common/example_util.h"
+
 #include <chrono>
 #include <cstdarg>
 #include <cstdint>
@@ -29,6 +31,10 @@
 #include <vector>
 
 namespace tutorial {
+
+using exampleutil::globalTimerNs;
+using exampleutil::sizeText;
+using exampleutil::strf;
 
 // Bound for the device-side waits that take one (wait(maxSpinCount), relaxedWait, flush): after
 // this many unsuccessful polls the header calls __trap(), which aborts the kernel with an error
@@ -48,15 +54,6 @@ struct Identity {
 };
 inline Identity g_id;
 
-inline std::string strf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-inline std::string strf(const char* fmt, ...) {
-  char buf[1024];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buf, sizeof(buf), fmt, args);
-  va_end(args);
-  return buf;
-}
 
 // "FAIL <program>: rank R (GPU D): message"; the rank and GPU parts appear when they are known.
 inline std::string failPrefix() {
@@ -155,12 +152,6 @@ __device__ inline void spinCycles(long long cycles) {
   }
 }
 
-// The GPU's global timer in nanoseconds (wall-clock based, unlike clock64()).
-__device__ inline uint64_t globalTimerNs() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 // ---- Data pattern --------------------------------------------------------------------------------
 
@@ -247,16 +238,6 @@ inline CheckResult readCheck(const CheckResult* result) {
   return r;
 }
 
-// "1 KiB", "128 MiB", "1000003 B": sizes in messages.
-inline std::string sizeText(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) {
-    bytes /= 1024;
-    ++u;
-  }
-  return strf("%llu %s", static_cast<unsigned long long>(bytes), units[u]);
-}
 
 }  // namespace tutorial
 
