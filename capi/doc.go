@@ -5,7 +5,7 @@
 // Rules every export follows:
 //   - No Go panic crosses into C: each export recovers and returns mscclppInternalError.
 //   - C never holds a Go pointer: a handle is a small C allocation that a Go table maps to the Go
-//     object (comm.go for the legacy communicator, handles.go for the handles of core.h). A released
+//     object (handles.go; comm.go keeps the legacy communicators' side tables). A released
 //     handle keeps its allocation, so it is refused, never reused.
 //   - A refused call logs its reason at WARN through the library's log handler.
 //

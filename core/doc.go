@@ -1,5 +1,7 @@
-// Package core holds the communicator, connections and the proxy; for now, the Go mirrors of the
-// legacy device structs of include/mscclpp.h.
+// Package core holds the communicators, connections and memory of the library and the proxy FIFO
+// they share: the legacy Comm of include/mscclpp.h (Connect, ConnectionSetup, device connections
+// mirrored by DevConn, ProxyLaunch) and the host objects of the channel API below. ProxyFifo is
+// a trigger ring on one GPU with the copy engine and proxy (core/proxy) that serve it.
 //
 // # Host objects of the channel API
 //
