@@ -25,7 +25,7 @@ EXAMPLES     := $(BUILD)/examples/bootstrap
 TEST_BINS    := $(BUILD)/tests/refusals $(BUILD)/tests/core_refusals
 
 .PHONY: all lib headers pkgconfig install deps test vet gotest fuzz abi-check examples \
-	examples-test capi-test mpi-gotest cuda-examples gpu-bundle gpu-test gpu-bench clean help
+	examples-test capi-test mpi-gotest cuda-examples tools gpu-bundle gpu-test gpu-bench clean help
 
 all: lib headers pkgconfig ## build libmscclpp.so, the public headers and the pkg-config file
 
@@ -132,7 +132,13 @@ mpi-gotest: ## the Go bootstrap test with the unique id shared through MPI (gomp
 
 GPU_GO_TESTS := core/cuda core core/proxy channels
 
-gpu-bundle: all ## build everything `make gpu-test` needs into build/ (needs Go)
+TOOLS := $(wildcard cmd/*)
+
+tools: ## build the command-line tools (cmd/*) into build/bin
+	@mkdir -p $(BUILD)/bin
+	@for t in $(TOOLS); do echo "go build ./$$t"; $(GO) build -o $(BUILD)/bin/$$(basename $$t) ./$$t || exit 1; done
+
+gpu-bundle: all tools ## build everything `make gpu-test` needs into build/ (needs Go)
 	@mkdir -p $(BUILD)/gotest
 	@for pkg in $(GPU_GO_TESTS); do \
 		if [ -d $$pkg ]; then \

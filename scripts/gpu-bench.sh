@@ -25,4 +25,12 @@ for src in examples/mpi/bench_*/main.cu; do
 	echo "==== $name ($np ranks) $(date -u +%FT%TZ)"
 	timeout --kill-after=10 500 $mpirun -np "$np" "$build/gpu-bench/$name" "$@" || status=1
 done
+# The collective benchmark (a Go program built by `make tools`), when present.
+if [ -x "$build/bin/mscclpp-bench" ]; then
+	for coll in allreduce allgather; do
+		echo "==== mscclpp-bench -op $coll ($np ranks) $(date -u +%FT%TZ)"
+		timeout --kill-after=10 300 $mpirun -np "$np" "$build/bin/mscclpp-bench" -op "$coll" -b 8 -e 1G -f 4 \
+			--json "$build/gpu-bench/$coll.json" || status=1
+	done
+fi
 exit $status
