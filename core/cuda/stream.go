@@ -92,3 +92,7 @@ func (e Event) Done() (bool, error) {
 // StreamFromHandle wraps a stream created elsewhere in the process (a cudaStream_t or CUstream
 // handed in through the C API; nil is the legacy default stream). The caller keeps owning it.
 func StreamFromHandle(h unsafe.Pointer) Stream { return Stream{h: h} }
+
+// Handle returns s's raw CUstream, which is also a valid cudaStream_t, for handing to another
+// library in the process (NCCL, for instance). nil is the legacy default stream.
+func (s Stream) Handle() unsafe.Pointer { return s.h }

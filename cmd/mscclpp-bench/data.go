@@ -1,0 +1,207 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// dataType is a datatype the benchmark supports, named as nccl-tests names it.
+type dataType struct {
+	name string
+	size int
+	nccl ncclDataType
+}
+
+var dataTypes = []dataType{
+	{"float", 4, ncclFloat32},
+	{"half", 2, ncclFloat16},
+	{"bfloat16", 2, ncclBfloat16},
+	{"int32", 4, ncclInt32},
+	{"uint32", 4, ncclUint32},
+	{"double", 8, ncclFloat64},
+}
+
+func parseDataType(s string) (dataType, error) {
+	for _, d := range dataTypes {
+		if d.name == s {
+			return d, nil
+		}
+	}
+	return dataType{}, fmt.Errorf("-d %q: want float, half, bfloat16, int32, uint32 or double", s)
+}
+
+// redOp is a reduction the benchmark supports.
+type redOp struct {
+	name string
+	nccl ncclRedOp
+}
+
+var redOps = []redOp{{"sum", ncclSum}, {"min", ncclMin}, {"max", ncclMax}}
+
+func parseRedOp(s string) (redOp, error) {
+	for _, o := range redOps {
+		if o.name == s {
+			return o, nil
+		}
+	}
+	return redOp{}, fmt.Errorf("-o %q: want sum, min or max", s)
+}
+
+// inputValue is element i of rank r's input: a small positive integer (1..11), so that every
+// datatype holds it exactly and a sum over up to 23 ranks stays exact even in bfloat16 (exact
+// integers up to 256) and half (up to 2048). Ranks differ, so min and max are meaningful.
+func inputValue(rank, i int) float64 { return float64((i+3*rank)%11 + 1) }
+
+// expectedAllReduce is element i of the AllReduce of every rank's input.
+func expectedAllReduce(op redOp, nranks, i int) float64 {
+	acc := inputValue(0, i)
+	for r := 1; r < nranks; r++ {
+		v := inputValue(r, i)
+		switch op.nccl {
+		case ncclSum:
+			acc += v
+		case ncclMin:
+			acc = math.Min(acc, v)
+		case ncclMax:
+			acc = math.Max(acc, v)
+		}
+	}
+	return acc
+}
+
+// expectedAllGather is element i of the AllGather of every rank's perRank-element input.
+func expectedAllGather(perRank, i int) float64 { return inputValue(i/perRank, i%perRank) }
+
+// encode writes v as element i of buf in datatype d (little-endian, as the GPU stores it).
+func encode(d dataType, buf []byte, i int, v float64) {
+	b := buf[i*d.size:]
+	switch d.nccl {
+	case ncclFloat32:
+		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
+	case ncclFloat16:
+		binary.LittleEndian.PutUint16(b, float32ToHalf(float32(v)))
+	case ncclBfloat16:
+		binary.LittleEndian.PutUint16(b, float32ToBfloat16(float32(v)))
+	case ncclInt32:
+		binary.LittleEndian.PutUint32(b, uint32(int32(v)))
+	case ncclUint32:
+		binary.LittleEndian.PutUint32(b, uint32(v))
+	case ncclFloat64:
+		binary.LittleEndian.PutUint64(b, math.Float64bits(v))
+	default:
+		panic("encode: unsupported datatype " + d.name)
+	}
+}
+
+// decode reads element i of buf in datatype d.
+func decode(d dataType, buf []byte, i int) float64 {
+	b := buf[i*d.size:]
+	switch d.nccl {
+	case ncclFloat32:
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
+	case ncclFloat16:
+		return float64(halfToFloat32(binary.LittleEndian.Uint16(b)))
+	case ncclBfloat16:
+		return float64(bfloat16ToFloat32(binary.LittleEndian.Uint16(b)))
+	case ncclInt32:
+		return float64(int32(binary.LittleEndian.Uint32(b)))
+	case ncclUint32:
+		return float64(binary.LittleEndian.Uint32(b))
+	case ncclFloat64:
+		return math.Float64frombits(binary.LittleEndian.Uint64(b))
+	default:
+		panic("decode: unsupported datatype " + d.name)
+	}
+}
+
+// fillInput writes rank's first count input elements into buf.
+func fillInput(d dataType, buf []byte, rank, count int) {
+	for i := range count {
+		encode(d, buf, i, inputValue(rank, i))
+	}
+}
+
+// countWrong compares the first count elements of buf with want(i), exactly, and returns how
+// many differ.
+func countWrong(d dataType, buf []byte, count int, want func(i int) float64) int64 {
+	var wrong int64
+	for i := range count {
+		if decode(d, buf, i) != want(i) {
+			wrong++
+		}
+	}
+	return wrong
+}
+
+// float32ToHalf converts f to IEEE 754 binary16, rounding to nearest even.
+func float32ToHalf(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int32(b>>23) & 0xff
+	mant := b & 0x7fffff
+	switch {
+	case exp == 0xff: // Inf or NaN
+		if mant != 0 {
+			return sign | 0x7e00
+		}
+		return sign | 0x7c00
+	case exp-127 > 15: // overflow
+		return sign | 0x7c00
+	case exp-127 >= -14: // normal
+		e := uint32(exp-127+15) << 10
+		m := mant >> 13
+		h := e | m
+		rem := mant & 0x1fff
+		if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
+			h++ // may carry into the exponent, and into Inf: both correct
+		}
+		return sign | uint16(h)
+	case exp-127 >= -25: // subnormal half
+		m := mant | 0x800000
+		shift := uint32(-14-(exp-127)) + 13
+		h := m >> shift
+		rem := m & (1<<shift - 1)
+		half := uint32(1) << (shift - 1)
+		if rem > half || (rem == half && h&1 == 1) {
+			h++
+		}
+		return sign | uint16(h)
+	default:
+		return sign
+	}
+}
+
+// halfToFloat32 converts an IEEE 754 binary16 to float32 (exactly).
+func halfToFloat32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h & 0x3ff)
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp != 0:
+		return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
+	case mant == 0:
+		return math.Float32frombits(sign)
+	default: // subnormal: mant * 2^-24
+		f := float32(mant) * float32(1.0/(1<<24))
+		if sign != 0 {
+			f = -f
+		}
+		return f
+	}
+}
+
+// float32ToBfloat16 converts f to bfloat16, rounding to nearest even.
+func float32ToBfloat16(f float32) uint16 {
+	b := math.Float32bits(f)
+	if b&0x7fffffff > 0x7f800000 { // NaN: keep it a NaN
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+// bfloat16ToFloat32 converts a bfloat16 to float32 (exactly).
+func bfloat16ToFloat32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }

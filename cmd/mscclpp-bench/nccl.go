@@ -1,0 +1,116 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// ncclDataType and ncclRedOp are NCCL's ncclDataType_t and ncclRedOp_t values.
+type (
+	ncclDataType int
+	ncclRedOp    int
+)
+
+const (
+	ncclInt8     ncclDataType = 0
+	ncclUint8    ncclDataType = 1
+	ncclInt32    ncclDataType = 2
+	ncclUint32   ncclDataType = 3
+	ncclInt64    ncclDataType = 4
+	ncclUint64   ncclDataType = 5
+	ncclFloat16  ncclDataType = 6
+	ncclFloat32  ncclDataType = 7
+	ncclFloat64  ncclDataType = 8
+	ncclBfloat16 ncclDataType = 9
+)
+
+const (
+	ncclSum  ncclRedOp = 0
+	ncclProd ncclRedOp = 1
+	ncclMax  ncclRedOp = 2
+	ncclMin  ncclRedOp = 3
+)
+
+// defaultNCCLLibrary is what is dlopened unless MSCCLPP_NCCL_LIBRARY names another file.
+const defaultNCCLLibrary = "libnccl.so.2"
+
+// errNCCLNotFound: dlopen of the NCCL library failed. The error's text carries dlerror's.
+var errNCCLNotFound = errors.New("NCCL not found")
+
+// ncclError is a failed NCCL call.
+type ncclError struct {
+	op   string
+	code int
+	msg  string
+}
+
+func (e *ncclError) Error() string {
+	return fmt.Sprintf("%s: %s (ncclResult_t %d)", e.op, e.msg, e.code)
+}
+
+var nccl struct {
+	once    sync.Once
+	path    string
+	version int
+	err     error
+}
+
+// ncclLibraryPath is the file loadNCCL dlopens.
+func ncclLibraryPath() string {
+	if p := os.Getenv("MSCCLPP_NCCL_LIBRARY"); p != "" {
+		return p
+	}
+	return defaultNCCLLibrary
+}
+
+// loadNCCL loads NCCL on first use and caches the outcome for the life of the process. It makes
+// sure NVLink multicast (NVLS) stays off first: see ensureNVLSOff.
+func loadNCCL() (version int, err error) {
+	nccl.once.Do(func() {
+		if nccl.err = ensureNVLSOff(); nccl.err != nil {
+			return
+		}
+		nccl.path = ncclLibraryPath()
+		if nccl.err = openNCCL(nccl.path); nccl.err != nil {
+			return
+		}
+		nccl.version, nccl.err = ncclGetVersion()
+	})
+	return nccl.version, nccl.err
+}
+
+// openNCCL dlopens path and resolves the functions the benchmark calls.
+func openNCCL(path string) error {
+	switch code, msg := ncclOpen(path); code {
+	case 0:
+		return nil
+	case -1:
+		return fmt.Errorf("%w: %s", errNCCLNotFound, msg)
+	default:
+		return fmt.Errorf("NCCL library %s is unusable: %s", path, msg)
+	}
+}
+
+// ensureNVLSOff sets NCCL_NVLS_ENABLE=0 when it is unset and refuses any other value: NVLink
+// multicast must stay off on the shared GPU hosts. It must run before NCCL is loaded (NCCL reads
+// the environment through getenv; with cgo, os.Setenv also sets the C environment).
+func ensureNVLSOff() error {
+	v, ok := os.LookupEnv("NCCL_NVLS_ENABLE")
+	if !ok {
+		return os.Setenv("NCCL_NVLS_ENABLE", "0")
+	}
+	if v != "0" {
+		return fmt.Errorf("NCCL_NVLS_ENABLE=%q: NVLink multicast must stay off; unset it or set NCCL_NVLS_ENABLE=0", v)
+	}
+	return nil
+}
+
+// versionString turns ncclGetVersion's code into "major.minor.patch".
+func versionString(code int) string {
+	if code >= 10000 { // NCCL >= 2.9: major*10000 + minor*100 + patch
+		return fmt.Sprintf("%d.%d.%d", code/10000, code/100%100, code%100)
+	}
+	return fmt.Sprintf("%d.%d.%d", code/1000, code/100%10, code%100)
+}

@@ -1,0 +1,100 @@
+/* See ncclshim.h. */
+#include <dlfcn.h>
+#include <stdio.h>
+
+#include "ncclshim.h"
+
+/* ncclInternalError: what a call through an unresolved pointer returns. */
+enum { nccl_internal_error = 3 };
+
+static ncclResult_t (*pfn_ncclGetVersion)(int *);
+static ncclResult_t (*pfn_ncclGetUniqueId)(ncclUniqueId *);
+static ncclResult_t (*pfn_ncclCommInitRank)(ncclComm_t *, int, ncclUniqueId, int);
+static ncclResult_t (*pfn_ncclCommDestroy)(ncclComm_t);
+static ncclResult_t (*pfn_ncclAllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
+					 ncclComm_t, cudaStream_t);
+static ncclResult_t (*pfn_ncclAllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
+					 cudaStream_t);
+static const char *(*pfn_ncclGetErrorString)(ncclResult_t);
+
+static void copy_dlerror(char *err, size_t err_len, const char *prefix)
+{
+	const char *msg = dlerror();
+	snprintf(err, err_len, "%s%s", prefix, msg != NULL ? msg : "unknown error");
+}
+
+int bench_nccl_open(const char *path, char *err, size_t err_len)
+{
+	static const char *const names[] = {
+		"ncclGetVersion", "ncclGetUniqueId", "ncclCommInitRank", "ncclCommDestroy",
+		"ncclAllReduce",  "ncclAllGather",   "ncclGetErrorString",
+	};
+	enum { n = sizeof names / sizeof names[0] };
+	void *syms[n];
+
+	dlerror();
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL) {
+		copy_dlerror(err, err_len, "");
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		dlerror();
+		syms[i] = dlsym(h, names[i]);
+		if (syms[i] == NULL) {
+			copy_dlerror(err, err_len, "");
+			dlclose(h);
+			return -2;
+		}
+	}
+	/* Never dlclose a library in use: NCCL keeps threads alive for the life of the process. */
+	pfn_ncclGetVersion = syms[0];
+	pfn_ncclGetUniqueId = syms[1];
+	pfn_ncclCommInitRank = syms[2];
+	pfn_ncclCommDestroy = syms[3];
+	pfn_ncclAllReduce = syms[4];
+	pfn_ncclAllGather = syms[5];
+	pfn_ncclGetErrorString = syms[6];
+	return 0;
+}
+
+ncclResult_t bench_ncclGetVersion(int *version)
+{
+	return pfn_ncclGetVersion ? pfn_ncclGetVersion(version) : nccl_internal_error;
+}
+
+ncclResult_t bench_ncclGetUniqueId(ncclUniqueId *id)
+{
+	return pfn_ncclGetUniqueId ? pfn_ncclGetUniqueId(id) : nccl_internal_error;
+}
+
+ncclResult_t bench_ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
+{
+	return pfn_ncclCommInitRank ? pfn_ncclCommInitRank(comm, nranks, id, rank) : nccl_internal_error;
+}
+
+ncclResult_t bench_ncclCommDestroy(ncclComm_t comm)
+{
+	return pfn_ncclCommDestroy ? pfn_ncclCommDestroy(comm) : nccl_internal_error;
+}
+
+ncclResult_t bench_ncclAllReduce(uintptr_t send, uintptr_t recv, size_t count, ncclDataType_t dt,
+				 ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+{
+	if (!pfn_ncclAllReduce)
+		return nccl_internal_error;
+	return pfn_ncclAllReduce((const void *)send, (void *)recv, count, dt, op, comm, stream);
+}
+
+ncclResult_t bench_ncclAllGather(uintptr_t send, uintptr_t recv, size_t sendcount,
+				 ncclDataType_t dt, ncclComm_t comm, cudaStream_t stream)
+{
+	if (!pfn_ncclAllGather)
+		return nccl_internal_error;
+	return pfn_ncclAllGather((const void *)send, (void *)recv, sendcount, dt, comm, stream);
+}
+
+const char *bench_ncclGetErrorString(ncclResult_t r)
+{
+	return pfn_ncclGetErrorString ? pfn_ncclGetErrorString(r) : "NCCL not loaded";
+}

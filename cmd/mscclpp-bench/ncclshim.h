@@ -1,0 +1,39 @@
+/*
+ * The C side of mscclpp-bench's NCCL loader. NCCL is dlopened at run time; no nccl.h is needed
+ * at build time: the few types the benchmark uses are declared here, with NCCL's ABI.
+ */
+#ifndef MSCCLPP_BENCH_NCCLSHIM_H
+#define MSCCLPP_BENCH_NCCLSHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+	char internal[128];
+} ncclUniqueId;
+typedef void *ncclComm_t;
+typedef void *cudaStream_t;
+typedef int ncclResult_t;
+typedef int ncclDataType_t;
+typedef int ncclRedOp_t;
+
+/*
+ * bench_nccl_open dlopens path and resolves every entry point. It returns 0 on success; -1 when
+ * dlopen fails and -2 when a symbol is missing, with dlerror's message in err. dlopen, dlsym and
+ * dlerror run in this one call, hence on one thread (dlerror's state is per thread). Nothing is
+ * kept from a failed attempt.
+ */
+int bench_nccl_open(const char *path, char *err, size_t err_len);
+
+ncclResult_t bench_ncclGetVersion(int *version);
+ncclResult_t bench_ncclGetUniqueId(ncclUniqueId *id);
+ncclResult_t bench_ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank);
+ncclResult_t bench_ncclCommDestroy(ncclComm_t comm);
+/* Device addresses travel as integers (CUdeviceptr) and are cast here. */
+ncclResult_t bench_ncclAllReduce(uintptr_t send, uintptr_t recv, size_t count, ncclDataType_t dt,
+				 ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t bench_ncclAllGather(uintptr_t send, uintptr_t recv, size_t sendcount,
+				 ncclDataType_t dt, ncclComm_t comm, cudaStream_t stream);
+const char *bench_ncclGetErrorString(ncclResult_t r);
+
+#endif

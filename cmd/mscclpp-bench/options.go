@@ -1,0 +1,176 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+const notImplementedLine = "mscclpp collectives: not implemented yet; NCCL only"
+
+// options are the command line, in nccl-tests' spelling.
+type options struct {
+	minBytes, maxBytes int64
+	factor             int
+	warmup, iters      int
+	check              bool
+	dtype              dataType
+	op                 redOp
+	collective         string // "allreduce" or "allgather"
+	jsonFile           string
+	plotFile           string
+	compareNCCL        bool
+}
+
+// parseSize reads a byte count with an optional K, M or G suffix (powers of 1024), as
+// nccl-tests does: "8", "64K", "128M", "1G".
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'k', 'K':
+			mult = 1 << 10
+		case 'm', 'M':
+			mult = 1 << 20
+		case 'g', 'G':
+			mult = 1 << 30
+		}
+		if mult != 1 {
+			t = t[:len(t)-1]
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("size %q: want a non-negative integer with an optional K, M or G suffix", s)
+	}
+	if n > (1<<62)/mult {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return n * mult, nil
+}
+
+// sizeFlag is a flag.Value for sizes with suffixes.
+type sizeFlag struct{ v *int64 }
+
+func (f sizeFlag) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return strconv.FormatInt(*f.v, 10)
+}
+
+func (f sizeFlag) Set(s string) error {
+	n, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	*f.v = n
+	return nil
+}
+
+// sweep lists the message sizes from minBytes to maxBytes, multiplying by factor, each rounded
+// down to a multiple of align (the element size, times the rank count for AllGather, as
+// nccl-tests does). Sizes that round to 0 and repeats are dropped.
+func sweep(minBytes, maxBytes int64, factor int, align int64) []int64 {
+	if factor < 2 || align <= 0 {
+		return nil
+	}
+	var out []int64
+	for s := max(minBytes, 1); s <= maxBytes; s *= int64(factor) {
+		a := s / align * align
+		if a > 0 && (len(out) == 0 || out[len(out)-1] != a) {
+			out = append(out, a)
+		}
+		if s > maxBytes/int64(factor) {
+			break
+		}
+	}
+	return out
+}
+
+const usageText = `mscclpp-bench: collective benchmark of MSCCL++ in Go, in the style of nccl-tests.
+
+` + notImplementedLine + `: the library's AllReduce and AllGather do
+not exist yet, so this tool measures NCCL (libnccl.so.2, loaded at run time) in the same
+process, as the baseline they will be compared with. Every row it prints is NCCL's.
+
+Run it under mpirun, one rank per GPU (GPU = rank % device count), for instance:
+
+  mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE=0 -x LD_LIBRARY_PATH \
+      mscclpp-bench -b 8 -e 1G -f 2 -op allreduce
+
+NCCL_NVLS_ENABLE must be unset (the tool sets it to 0) or 0; any other value is refused.
+MSCCLPP_NCCL_LIBRARY names another NCCL library file than libnccl.so.2.
+
+Time per size is wall-clock (time.Now) around -n back-to-back enqueued calls followed by a
+stream synchronize, divided by -n, and the maximum over ranks; -w warm-up calls precede it.
+algbw = size/time; busbw = algbw*2(n-1)/n for AllReduce, algbw*(n-1)/n for AllGather (whose
+size is the total bytes each rank receives).
+
+Options:
+`
+
+// parseOptions parses args (without the program name). It returns flag.ErrHelp after printing
+// the usage for -h/--help.
+func parseOptions(args []string, out io.Writer) (*options, error) {
+	o := &options{minBytes: 8, maxBytes: 128 << 20}
+	fs := flag.NewFlagSet("mscclpp-bench", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprint(out, usageText)
+		fs.PrintDefaults()
+	}
+	fs.Var(sizeFlag{&o.minBytes}, "b", "minimum size in bytes (K, M, G suffixes)")
+	fs.Var(sizeFlag{&o.maxBytes}, "e", "maximum size in bytes (K, M, G suffixes)")
+	fs.IntVar(&o.factor, "f", 2, "multiplication factor between sizes (integer >= 2)")
+	fs.IntVar(&o.warmup, "w", 5, "warm-up iterations per size")
+	fs.IntVar(&o.iters, "n", 20, "timed iterations per size")
+	check := fs.Int("c", 1, "check results (0 or 1)")
+	dt := fs.String("d", "float", "datatype: float, half, bfloat16, int32, uint32, double")
+	op := fs.String("o", "sum", "reduction op: sum, min, max (AllReduce)")
+	fs.StringVar(&o.collective, "op", "allreduce", "collective: allreduce or allgather")
+	fs.StringVar(&o.jsonFile, "json", "", "write every row as JSON to `FILE`")
+	fs.StringVar(&o.plotFile, "plot", "", "write bus bandwidth and latency plots to `FILE.png`")
+	fs.BoolVar(&o.compareNCCL, "compare-nccl", false, "measure NCCL too (implied today: NCCL is the only implementation)")
+	graph := fs.Int("G", 0, "CUDA graph mode: not supported yet")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if *graph != 0 {
+		return nil, errors.New("-G (CUDA graph mode) is not supported yet; run without it")
+	}
+	var err error
+	if o.dtype, err = parseDataType(*dt); err != nil {
+		return nil, err
+	}
+	if o.op, err = parseRedOp(*op); err != nil {
+		return nil, err
+	}
+	switch o.collective {
+	case "allreduce", "allgather":
+	default:
+		return nil, fmt.Errorf("-op %q: want allreduce or allgather", o.collective)
+	}
+	switch {
+	case o.factor < 2:
+		return nil, fmt.Errorf("-f %d: the factor must be an integer >= 2", o.factor)
+	case o.minBytes > o.maxBytes:
+		return nil, fmt.Errorf("-b %d is larger than -e %d", o.minBytes, o.maxBytes)
+	case o.maxBytes <= 0:
+		return nil, fmt.Errorf("-e %d: the maximum size must be positive", o.maxBytes)
+	case o.warmup < 0 || o.iters < 1:
+		return nil, fmt.Errorf("-w %d -n %d: want -w >= 0 and -n >= 1", o.warmup, o.iters)
+	case *check != 0 && *check != 1:
+		return nil, fmt.Errorf("-c %d: want 0 or 1", *check)
+	}
+	o.check = *check == 1
+	o.compareNCCL = true // NCCL is the only implementation today
+	return o, nil
+}
