@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
 func TestParseSize(t *testing.T) {
@@ -355,6 +357,7 @@ func TestNCCLNotFound(t *testing.T) {
 	}
 	t.Setenv("NCCL_NVLS_ENABLE", "0")
 	t.Setenv("MSCCLPP_NCCL_LIBRARY", "")
+	config.NCCLLibrary.Reset()
 	if _, err := loadNCCL(); !errors.Is(err, errNCCLNotFound) || !strings.Contains(err.Error(), "libnccl.so.2") {
 		t.Errorf("loadNCCL without NCCL: %v", err)
 	}

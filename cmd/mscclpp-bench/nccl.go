@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
 // ncclDataType and ncclRedOp are NCCL's ncclDataType_t and ncclRedOp_t values.
@@ -33,9 +35,6 @@ const (
 	ncclMin  ncclRedOp = 3
 )
 
-// defaultNCCLLibrary is what is dlopened unless MSCCLPP_NCCL_LIBRARY names another file.
-const defaultNCCLLibrary = "libnccl.so.2"
-
 // errNCCLNotFound: dlopen of the NCCL library failed. The error's text carries dlerror's.
 var errNCCLNotFound = errors.New("NCCL not found")
 
@@ -57,13 +56,8 @@ var nccl struct {
 	err     error
 }
 
-// ncclLibraryPath is the file loadNCCL dlopens.
-func ncclLibraryPath() string {
-	if p := os.Getenv("MSCCLPP_NCCL_LIBRARY"); p != "" {
-		return p
-	}
-	return defaultNCCLLibrary
-}
+// ncclLibraryPath is the file loadNCCL dlopens (MSCCLPP_NCCL_LIBRARY, see internal/config).
+func ncclLibraryPath() string { return config.NCCLLibrary.Get() }
 
 // loadNCCL loads NCCL on first use and caches the outcome for the life of the process. It makes
 // sure NVLink multicast (NVLS) stays off first: see ensureNVLSOff.

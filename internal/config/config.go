@@ -115,6 +115,10 @@ var (
 		Name: "MSCCLPP_BOOTSTRAP_TIMEOUT", Default: 30 * time.Second, parse: parseSeconds,
 		Doc: "seconds a bootstrap step (join, send, receive, all-gather, barrier) may take before it fails; mscclppSetBootstrapConnTimeout overrides it",
 	}
+	NCCLLibrary = &Var[string]{
+		Name: "MSCCLPP_NCCL_LIBRARY", Default: "libnccl.so.2", parse: parseString,
+		Doc: "the NCCL library cmd/mscclpp-bench dlopens for its side-by-side figures: a file name searched the usual way, or a path",
+	}
 	SocketIfname = &Var[string]{
 		Name: "MSCCLPP_SOCKET_IFNAME", Default: "", parse: parseString,
 		Doc: "network interface whose address each rank listens on and advertises; empty picks the first non-loopback interface that is up, else loopback",
@@ -132,5 +136,5 @@ type Describer interface {
 
 // All lists every tunable, in the order docs/CONFIG.md shows them.
 func All() []Describer {
-	return []Describer{Debug, BootstrapTimeout, SocketIfname, CUDALibrary}
+	return []Describer{NCCLLibrary, Debug, BootstrapTimeout, SocketIfname, CUDALibrary}
 }
