@@ -348,10 +348,6 @@ func cuMemsetD8Async(dst DevicePtr, value byte, n int, s Stream) error {
 	return check("cuMemsetD8Async", C.mscclpp_cuMemsetD8Async(C.CUdeviceptr(dst), C.uchar(value), C.size_t(n), C.CUstream(s.h)))
 }
 
-func cuMemsetD32Async(dst DevicePtr, value uint32, n int, s Stream) error {
-	return check("cuMemsetD32Async", C.mscclpp_cuMemsetD32Async(C.CUdeviceptr(dst), C.uint(value), C.size_t(n), C.CUstream(s.h)))
-}
-
 func cuStreamWriteValue64(s Stream, addr DevicePtr, value uint64) error {
 	return check("cuStreamWriteValue64", C.mscclpp_cuStreamWriteValue64_v2(C.CUstream(s.h), C.CUdeviceptr(addr),
 		C.cuuint64_t(value), C.CU_STREAM_WRITE_VALUE_DEFAULT))

@@ -66,7 +66,6 @@ CU_FN(cuEventQuery,       CU_REQUIRED, 0, (CUevent hEvent), (hEvent))
 
 CU_FN(cuMemcpyAsync,   CU_REQUIRED, 0, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream), (dst, src, ByteCount, hStream))
 CU_FN(cuMemsetD8Async, CU_REQUIRED, 0, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream), (dstDevice, uc, N, hStream))
-CU_FN(cuMemsetD32Async, CU_REQUIRED, 0, (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream), (dstDevice, ui, N, hStream))
 /* The _v2 stream memory operations (CUDA 11.7) need no opt-in; cuda.h 11.8 still maps the plain name to v1. */
 CU_FN(cuStreamWriteValue64_v2, CU_REQUIRED, 11070, (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags), (stream, addr, value, flags))
 

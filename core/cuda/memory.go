@@ -154,17 +154,6 @@ func MemsetD8Async(dst DevicePtr, value byte, n int, s Stream) error {
 	return cuMemsetD8Async(dst, value, n, s)
 }
 
-// MemsetD32Async sets n 32-bit words at dst (4-byte aligned) to value, asynchronously on s.
-func MemsetD32Async(dst DevicePtr, value uint32, n int, s Stream) error {
-	if err := checkSize("cuMemsetD32Async", n); err != nil {
-		return err
-	}
-	if err := initDriver(); err != nil {
-		return err
-	}
-	return cuMemsetD32Async(dst, value, n, s)
-}
-
 // StreamWriteValue64 queues on s, after the work already queued there, an 8-byte store of value
 // at addr (device memory, or peer memory mapped here). The value is taken now, not when the store
 // executes.
