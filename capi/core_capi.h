@@ -15,7 +15,12 @@
 #define mscclppMemoryOpen capiConstDecl_mscclppMemoryOpen
 #define mscclppSemaphoreCreate capiConstDecl_mscclppSemaphoreCreate
 #define mscclppGetErrorString capiConstDecl_mscclppGetErrorString
+#define mscclppAllReduce capiConstDecl_mscclppAllReduce
+#define mscclppAllGather capiConstDecl_mscclppAllGather
 #include <mscclpp/core.h>
+#include <mscclpp/collectives.h>
+#undef mscclppAllReduce
+#undef mscclppAllGather
 #undef mscclppBootstrapCreate
 #undef mscclppBootstrapSend
 #undef mscclppContextConnect

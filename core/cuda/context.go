@@ -87,6 +87,15 @@ func PopContext() error {
 	return cuCtxPopCurrent()
 }
 
+// CurrentDevice returns the device of the calling OS thread's current context: the device a C
+// caller chose with cudaSetDevice. It fails with a CUDA error when the thread has no context.
+func CurrentDevice() (Device, error) {
+	if err := initDriver(); err != nil {
+		return 0, err
+	}
+	return cuCtxGetDevice()
+}
+
 // EnablePeerAccess lets the calling thread's current context access memory of c's device
 // directly (cuCtxEnablePeerAccess with c as the peer). Access that is already enabled is not an
 // error. It fails when the devices cannot access each other (see CanAccessPeer).

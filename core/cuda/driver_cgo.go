@@ -218,6 +218,12 @@ func cuCtxPushCurrent(c Context) error {
 	return check("cuCtxPushCurrent", C.mscclpp_cuCtxPushCurrent(C.CUcontext(c.h)))
 }
 
+func cuCtxGetDevice() (Device, error) {
+	var d C.CUdevice
+	err := check("cuCtxGetDevice", C.mscclpp_cuCtxGetDevice(&d))
+	return Device(d), err
+}
+
 func cuCtxPopCurrent() error {
 	var c C.CUcontext
 	return check("cuCtxPopCurrent", C.mscclpp_cuCtxPopCurrent(&c))

@@ -86,6 +86,19 @@ func parseSeconds(s string) (time.Duration, error) {
 
 func parseString(s string) (string, error) { return strings.TrimSpace(s), nil }
 
+// parseChoice accepts one of choices, in any case.
+func parseChoice(choices ...string) func(string) (string, error) {
+	return func(s string) (string, error) {
+		s = strings.ToLower(strings.TrimSpace(s))
+		for _, c := range choices {
+			if s == c {
+				return s, nil
+			}
+		}
+		return "", fmt.Errorf("want one of %s", strings.Join(choices, ", "))
+	}
+}
+
 // Level names accepted by MSCCLPP_DEBUG, from quietest to loudest.
 const (
 	LevelWarn  = "WARN"
@@ -123,6 +136,14 @@ var (
 		Name: "MSCCLPP_SOCKET_IFNAME", Default: "", parse: parseString,
 		Doc: "network interface whose address each rank listens on and advertises; empty picks the first non-loopback interface that is up, else loopback",
 	}
+	AllReduceAlgo = &Var[string]{
+		Name: "MSCCLPP_ALLREDUCE_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "rsag"),
+		Doc: "AllReduce algorithm: auto (by size and rank count), packet (one-shot LL packets) or rsag (reduce-scatter + all-gather); for experiments",
+	}
+	AllGatherAlgo = &Var[string]{
+		Name: "MSCCLPP_ALLGATHER_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "put"),
+		Doc: "AllGather algorithm: auto (by size and rank count), packet (LL packets) or put (copies and signals); for experiments",
+	}
 	CUDALibrary = &Var[string]{
 		Name: "MSCCLPP_CUDA_LIBRARY", Default: "libcuda.so.1", parse: parseString,
 		Doc: "the CUDA driver library to dlopen: a file name searched the usual way, or a path",
@@ -136,5 +157,5 @@ type Describer interface {
 
 // All lists every tunable, in the order docs/CONFIG.md shows them.
 func All() []Describer {
-	return []Describer{NCCLLibrary, Debug, BootstrapTimeout, SocketIfname, CUDALibrary}
+	return []Describer{NCCLLibrary, Debug, BootstrapTimeout, SocketIfname, CUDALibrary, AllReduceAlgo, AllGatherAlgo}
 }

@@ -1,0 +1,122 @@
+package main
+
+/*
+#include "core_capi.h"
+*/
+import "C"
+
+import (
+	"context"
+	"unsafe"
+
+	"github.com/mscclpp-go/mscclpp/collectives"
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+)
+
+// The collective communicators (collectives.h).
+var collComms = newHandleTable[*collectives.Comm]("collective communicator")
+
+//export mscclppCollCommCreate
+func mscclppCollCommCreate(comm C.mscclppCommunicator_t, deviceID C.int, out *C.mscclppCollComm_t) C.mscclppResult_t {
+	return call("mscclppCollCommCreate", func() error {
+		if out == nil {
+			return invalidArg("collective communicator is NULL")
+		}
+		*out = nil
+		c, err := communicators.lookup(unsafe.Pointer(comm))
+		if err != nil {
+			return err
+		}
+		device := int(deviceID)
+		if device < 0 {
+			d, err := cuda.CurrentDevice()
+			if err != nil {
+				return invalidUsage("deviceId < 0 asks for the current device, and there is none: %v", err)
+			}
+			device = int(d)
+		}
+		// The setup's exchanges end by themselves within the bootstrap timeout.
+		cc, err := collectives.New(context.Background(), c, device)
+		if err != nil {
+			return err
+		}
+		*out = C.mscclppCollComm_t(collComms.register(cc))
+		return nil
+	})
+}
+
+//export mscclppCollCommDestroy
+func mscclppCollCommDestroy(comm C.mscclppCollComm_t) C.mscclppResult_t {
+	return call("mscclppCollCommDestroy", func() error {
+		c, err := collComms.release(unsafe.Pointer(comm))
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+}
+
+// collCommQuery writes one property of a collective communicator to *out.
+func collCommQuery(op string, comm C.mscclppCollComm_t, out *C.int, get func(c *collectives.Comm) int) C.mscclppResult_t {
+	return call(op, func() error {
+		if out == nil {
+			return invalidArg("output is NULL")
+		}
+		c, err := collComms.lookup(unsafe.Pointer(comm))
+		if err != nil {
+			return err
+		}
+		*out = C.int(get(c))
+		return nil
+	})
+}
+
+//export mscclppCollCommRank
+func mscclppCollCommRank(comm C.mscclppCollComm_t, rank *C.int) C.mscclppResult_t {
+	return collCommQuery("mscclppCollCommRank", comm, rank, (*collectives.Comm).Rank)
+}
+
+//export mscclppCollCommSize
+func mscclppCollCommSize(comm C.mscclppCollComm_t, nranks *C.int) C.mscclppResult_t {
+	return collCommQuery("mscclppCollCommSize", comm, nranks, (*collectives.Comm).NRanks)
+}
+
+//export mscclppCollCommDevice
+func mscclppCollCommDevice(comm C.mscclppCollComm_t, device *C.int) C.mscclppResult_t {
+	return collCommQuery("mscclppCollCommDevice", comm, device, (*collectives.Comm).Device)
+}
+
+// maxCount is the largest element count the Go API takes (an int).
+const maxCount = C.size_t(^uint(0) >> 1)
+
+//export mscclppAllReduce
+func mscclppAllReduce(send, recv unsafe.Pointer, count C.size_t, dt C.mscclppDataType_t, op C.mscclppRedOp_t,
+	comm C.mscclppCollComm_t, stream C.mscclppStream_t) C.mscclppResult_t {
+	return call("mscclppAllReduce", func() error {
+		c, err := collComms.lookup(unsafe.Pointer(comm))
+		if err != nil {
+			return err
+		}
+		if count > maxCount {
+			return invalidArg("count %d is too large", uint64(count))
+		}
+		return c.AllReduce(cuda.DevicePtr(uintptr(send)), cuda.DevicePtr(uintptr(recv)), int(count),
+			collectives.DataType(dt), collectives.Op(op), cuda.StreamFromHandle(unsafe.Pointer(stream)))
+	})
+}
+
+//export mscclppAllGather
+func mscclppAllGather(send, recv unsafe.Pointer, count C.size_t, dt C.mscclppDataType_t,
+	comm C.mscclppCollComm_t, stream C.mscclppStream_t) C.mscclppResult_t {
+	return call("mscclppAllGather", func() error {
+		c, err := collComms.lookup(unsafe.Pointer(comm))
+		if err != nil {
+			return err
+		}
+		if count > maxCount {
+			return invalidArg("count %d is too large", uint64(count))
+		}
+		return c.AllGather(cuda.DevicePtr(uintptr(send)), cuda.DevicePtr(uintptr(recv)), int(count),
+			collectives.DataType(dt), cuda.StreamFromHandle(unsafe.Pointer(stream)))
+	})
+}

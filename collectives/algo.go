@@ -1,0 +1,105 @@
+package collectives
+
+import (
+	"fmt"
+
+	"github.com/mscclpp-go/mscclpp/internal/config"
+)
+
+// Algorithm names, as MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO spell them.
+const (
+	AlgoAuto   = "auto"
+	AlgoPacket = "packet" // one-shot LL packets (AllReduce and AllGather)
+	AlgoRSAG   = "rsag"   // reduce-scatter + all-gather rounds (AllReduce)
+	AlgoPut    = "put"    // copies and a signal per round (AllGather)
+)
+
+// Launch shapes and limits. maxBlocks must equal coll::kMaxBlocks of kernels/src/common.cuh.
+const (
+	maxBlocks       = 32
+	packetThreads   = 512
+	roundThreads    = 1024
+	packetWordBytes = 8 // data bytes per LL16 packet
+
+	// packetMaxBytes is the most data one rank's packet slot carries (its slot holds twice as
+	// many packet bytes): the ceiling of the packet algorithms, forced or not.
+	packetMaxBytes = 1 << 20
+	// roundBytesPerBlock: the round algorithms give each block at least this much data before
+	// adding blocks.
+	roundBytesPerBlock = 64 << 10
+	// dataBankBytes sizes the data banks of the scratch (4 x nRanks x maxBlocks slots); the
+	// slot (chunk) size follows from it and the rank count.
+	dataBankBytes = 128 << 20
+	minChunkBytes = 64 << 10
+)
+
+// Default crossovers (bytes of the whole AllReduce buffer; bytes per rank for AllGather),
+// measured on H200s over NVLink (docs/PERFORMANCE.md).
+func allReducePacketLimit(nRanks int) uint64 {
+	if nRanks <= 2 {
+		return 512 << 10
+	}
+	return 256 << 10
+}
+
+func allGatherPacketLimit(nRanks int) uint64 {
+	if nRanks <= 2 {
+		return 256 << 10
+	}
+	return 128 << 10
+}
+
+// plan is one launch: the kernel's entry point and the grid.
+type plan struct {
+	algo    string
+	kernel  string
+	blocks  int
+	threads int
+}
+
+// chooseAllReduce picks the algorithm and grid for bytes of dt across nRanks; forced is
+// MSCCLPP_ALLREDUCE_ALGO ("auto" or an algorithm name).
+func chooseAllReduce(bytes uint64, dt DataType, nRanks int, forced string) plan {
+	algo := AlgoRSAG
+	switch {
+	case forced == AlgoPacket && bytes <= packetMaxBytes:
+		algo = AlgoPacket
+	case forced == AlgoAuto && bytes <= allReducePacketLimit(nRanks):
+		algo = AlgoPacket
+	}
+	kernel := fmt.Sprintf("mscclpp_allreduce_%s_%s", algo, dataTypes[dt].suffix)
+	if algo == AlgoPacket {
+		return plan{algo, kernel, packetBlocks(bytes), packetThreads}
+	}
+	return plan{algo, kernel, roundBlocks(bytes / uint64(nRanks)), roundThreads}
+}
+
+// chooseAllGather picks the algorithm and grid for bytes per rank across nRanks.
+func chooseAllGather(bytes uint64, nRanks int, forced string) plan {
+	switch {
+	case forced == AlgoPacket && bytes <= packetMaxBytes,
+		forced == AlgoAuto && bytes <= allGatherPacketLimit(nRanks):
+		return plan{AlgoPacket, "mscclpp_allgather_packet", packetBlocks(bytes), packetThreads}
+	}
+	return plan{AlgoPut, "mscclpp_allgather_put", roundBlocks(bytes), roundThreads}
+}
+
+// packetBlocks: one packet per thread until maxBlocks blocks, then several per thread.
+func packetBlocks(bytes uint64) int {
+	words := (bytes + packetWordBytes - 1) / packetWordBytes
+	return clampBlocks((words + packetThreads - 1) / packetThreads)
+}
+
+// roundBlocks: a block per roundBytesPerBlock of each rank's share, up to maxBlocks.
+func roundBlocks(shareBytes uint64) int {
+	return clampBlocks((shareBytes + roundBytesPerBlock - 1) / roundBytesPerBlock)
+}
+
+func clampBlocks(n uint64) int {
+	return int(max(1, min(n, maxBlocks)))
+}
+
+// forcedAlgorithms reads the environment's choices.
+func forcedAlgorithms() (allReduce, allGather string) {
+	return config.AllReduceAlgo.Get(), config.AllGatherAlgo.Get()
+}

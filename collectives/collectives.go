@@ -1,0 +1,109 @@
+package collectives
+
+import (
+	"fmt"
+
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/errs"
+)
+
+// AllReduce reduces count elements of type dt at send across all ranks with op and writes the
+// result to recv on every rank (send == recv: in place). Queued on stream s; returns once queued.
+// Every rank gets bit-identical results.
+func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op Op, s cuda.Stream) error {
+	what := fmt.Sprintf("allreduce of %d %s (%s)", count, dt, op)
+	if err := checkCall(send, recv, count, dt); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if !op.Valid() {
+		return fmt.Errorf("%s: unsupported operator (sum, max and min are): %w", what, errs.ErrInvalidArgument)
+	}
+	bytes := uint64(count) * uint64(dt.Size())
+	if send != recv && overlap(send, recv, bytes, bytes) {
+		return fmt.Errorf("%s: send and receive buffers overlap without being the same: %w", what, errs.ErrInvalidArgument)
+	}
+	if count == 0 {
+		return nil
+	}
+	forced, _ := forcedAlgorithms()
+	p := chooseAllReduce(bytes, dt, c.nRanks, forced)
+	args := c.args
+	args.Send, args.Recv, args.Count, args.Op = uintptr(send), uintptr(recv), uint64(count), uint64(op)
+	if err := c.launch(p, &args, s, send, recv, bytes); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// AllGather gathers sendCount elements of type dt at send from every rank into recv, rank r's
+// at element r*sendCount, on every rank. In place when send is this rank's part of recv. Queued
+// on stream s; returns once queued.
+func (c *Comm) AllGather(send, recv cuda.DevicePtr, sendCount int, dt DataType, s cuda.Stream) error {
+	what := fmt.Sprintf("allgather of %d %s per rank", sendCount, dt)
+	if err := checkCall(send, recv, sendCount, dt); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	bytes := uint64(sendCount) * uint64(dt.Size())
+	mine := recv + cuda.DevicePtr(uint64(c.rank)*bytes)
+	if send != mine && overlap(send, recv, bytes, bytes*uint64(c.nRanks)) {
+		return fmt.Errorf("%s: the send buffer overlaps the receive buffer without being this rank's part of it: %w",
+			what, errs.ErrInvalidArgument)
+	}
+	if sendCount == 0 {
+		return nil
+	}
+	_, forced := forcedAlgorithms()
+	p := chooseAllGather(bytes, c.nRanks, forced)
+	args := c.args
+	args.Send, args.Recv, args.Count = uintptr(send), uintptr(recv), bytes
+	if err := c.launch(p, &args, s, send, mine, bytes); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// launch queues the plan's kernel; with one rank it only copies send to dst (when they differ).
+func (c *Comm) launch(p plan, args *kernelArgs, s cuda.Stream, send, dst cuda.DevicePtr, bytes uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	return c.onGPU(func() error {
+		if c.nRanks == 1 {
+			if send == dst {
+				return nil
+			}
+			return cuda.MemcpyAsync(dst, send, int(bytes), s)
+		}
+		f, err := c.function(p.kernel)
+		if err != nil {
+			return err
+		}
+		grid := cuda.Dim3{X: uint32(p.blocks), Y: 1, Z: 1}
+		block := cuda.Dim3{X: uint32(p.threads), Y: 1, Z: 1}
+		return cuda.LaunchKernel(f, grid, block, 0, s, args.bytes())
+	})
+}
+
+// checkCall refuses what no collective accepts.
+func checkCall(send, recv cuda.DevicePtr, count int, dt DataType) error {
+	switch {
+	case !dt.Valid():
+		return fmt.Errorf("unsupported data type (int32, uint32, float16, bfloat16, float32 and float64 are): %w",
+			errs.ErrInvalidArgument)
+	case count < 0:
+		return fmt.Errorf("negative count: %w", errs.ErrInvalidArgument)
+	case count > 0 && (send == 0 || recv == 0):
+		return fmt.Errorf("NULL buffer: %w", errs.ErrInvalidArgument)
+	case uint64(send)%uint64(dt.Size()) != 0 || uint64(recv)%uint64(dt.Size()) != 0:
+		return fmt.Errorf("buffers at %#x and %#x are not aligned to the %d-byte element: %w",
+			uint64(send), uint64(recv), dt.Size(), errs.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// overlap reports whether [a, a+na) and [b, b+nb) share a byte.
+func overlap(a, b cuda.DevicePtr, na, nb uint64) bool {
+	return uint64(a) < uint64(b)+nb && uint64(b) < uint64(a)+na
+}

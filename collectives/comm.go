@@ -1,0 +1,294 @@
+package collectives
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/mscclpp-go/mscclpp/channels"
+	"github.com/mscclpp-go/mscclpp/core"
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/kernels"
+)
+
+// ErrClosed: the Comm was closed.
+var ErrClosed = errs.New(errs.ErrInvalidUsage, "collective communicator is closed")
+
+// spinLimit bounds every wait of the kernels (polls of a flag or a semaphore): about a minute or
+// more of waiting for a peer that never comes, after which the kernel traps (the stream reports
+// a CUDA error) instead of hanging the GPU forever.
+const spinLimit = int64(1) << 30
+
+// Comm runs collectives among the ranks of a core.Communicator, one GPU per rank.
+//
+// Calls on one Comm are serialised; issue them in the same order on every rank. A Comm keeps
+// the GPU memory of its scratch, channels and state until Close.
+type Comm struct {
+	comm   *core.Communicator
+	rank   int
+	nRanks int
+	device int
+	pctx   cuda.Context
+	log    *slog.Logger
+
+	mu     sync.Mutex // guards closed and serialises launches
+	closed bool
+
+	modules  []cuda.Module
+	funcs    map[string]cuda.Function
+	scratch  cuda.DevicePtr
+	state    cuda.DevicePtr
+	channels cuda.DevicePtr
+	allocs   []cuda.DevicePtr
+	sems     []*core.Semaphore
+	args     kernelArgs // the fields every call shares
+}
+
+// layout is where things are in a scratch buffer, the same on every rank.
+type layout struct {
+	slotBytes  uint64 // one rank's packet slot
+	dataOffset uint64 // start of the data banks
+	chunkBytes uint64 // one (rank, block) data slot
+	total      uint64
+}
+
+func scratchLayout(nRanks int) layout {
+	const align = 256
+	slot := uint64(packetMaxBytes / packetWordBytes * 16) // LL16: 16 packet bytes per 8 data bytes
+	packets := 2 * uint64(nRanks) * slot
+	dataOffset := (packets + align - 1) / align * align
+	slots := uint64(4 * nRanks * maxBlocks) // 2 banks x 2 regions x ranks x blocks
+	chunk := max(minChunkBytes, dataBankBytes/slots/align*align)
+	return layout{slotBytes: slot, dataOffset: dataOffset, chunkBytes: chunk, total: dataOffset + slots*chunk}
+}
+
+// New builds this rank's Comm over comm on GPU device (a CUDA device ordinal). Collective: every
+// rank of comm calls it, each with its own GPU; it returns once every peer's side is ready or
+// ctx ends. It uses comm's connection and semaphore tags [0, maxBlocks) with every peer.
+func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err error) {
+	if comm == nil {
+		return nil, fmt.Errorf("new collective communicator: nil communicator: %w", errs.ErrInvalidArgument)
+	}
+	b := comm.Bootstrap()
+	c = &Comm{comm: comm, rank: b.Rank(), nRanks: b.Size(), device: device, funcs: map[string]cuda.Function{},
+		log: slog.With("rank", b.Rank())}
+	what := fmt.Sprintf("new collective communicator (rank %d of %d, GPU %d)", c.rank, c.nRanks, device)
+	dev, err := cuda.GetDevice(device)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if c.pctx, err = dev.RetainPrimaryContext(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(fmt.Errorf("%s: %w", what, err), c.release())
+		}
+	}()
+	start := time.Now()
+	lay := scratchLayout(c.nRanks)
+	if err := c.onGPU(func() error { return c.allocate(lay) }); err != nil {
+		return nil, err
+	}
+	if c.nRanks > 1 {
+		if err := c.connect(ctx, lay); err != nil {
+			return nil, err
+		}
+	}
+	c.args = kernelArgs{
+		Channels: uintptr(c.channels), Scratch: uintptr(c.scratch), State: uintptr(c.state),
+		Rank: uint64(c.rank), NRanks: uint64(c.nRanks), SlotBytes: lay.slotBytes, ChunkBytes: lay.chunkBytes,
+		DataOffset: lay.dataOffset, MaxSpins: spinLimit,
+	}
+	c.log.Info("collective communicator ready", "gpu", device, "ranks", c.nRanks, "scratchBytes", lay.total,
+		"chunkBytes", lay.chunkBytes, "took", time.Since(start).Round(time.Millisecond))
+	return c, nil
+}
+
+// Rank and NRanks are this rank and the number of ranks.
+func (c *Comm) Rank() int   { return c.rank }
+func (c *Comm) NRanks() int { return c.nRanks }
+
+// Device is the CUDA device ordinal of this rank's GPU.
+func (c *Comm) Device() int { return c.device }
+
+// allocate loads the kernels and allocates the zeroed scratch and state. The GPU's context is current.
+func (c *Comm) allocate(lay layout) error {
+	mods, err := kernels.Modules()
+	if err != nil {
+		return err
+	}
+	for _, m := range mods {
+		mod, err := cuda.LoadModule(m.PTX)
+		if err != nil {
+			return fmt.Errorf("load kernels %s: %w", m.Name, err)
+		}
+		c.modules = append(c.modules, mod)
+	}
+	if c.scratch, err = c.alloc(int(lay.total)); err != nil {
+		return fmt.Errorf("scratch of %d bytes: %w", lay.total, err)
+	}
+	if c.state, err = c.alloc(stateBytes); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	return nil
+}
+
+// alloc allocates n zeroed bytes, freed by release. The GPU's context is current.
+func (c *Comm) alloc(n int) (cuda.DevicePtr, error) {
+	p, err := cuda.MemAlloc(n)
+	if err != nil {
+		return 0, err
+	}
+	c.allocs = append(c.allocs, p)
+	s, err := cuda.NewStream()
+	if err != nil {
+		return 0, err
+	}
+	err = errors.Join(cuda.MemsetD8Async(p, 0, n, s), s.Synchronize())
+	return p, errors.Join(err, s.Destroy())
+}
+
+// connect connects to every peer, exchanges the scratch buffers, builds a semaphore per (block,
+// peer) and uploads the channels' device handles.
+func (c *Comm) connect(ctx context.Context, lay layout) error {
+	cctx := c.comm.Context()
+	mine, err := cctx.RegisterMemory(c.scratch, lay.total, core.TransportP2P)
+	if err != nil {
+		return fmt.Errorf("register scratch: %w", err)
+	}
+	peers := make([]int, 0, c.nRanks-1)
+	for r := 0; r < c.nRanks; r++ {
+		if r != c.rank {
+			peers = append(peers, r)
+		}
+	}
+	cfg := core.EndpointConfig{Transport: core.TransportP2P, Device: core.Device{Type: core.DeviceGPU, ID: c.device}}
+	connFutures := make([]core.Future[*core.Connection], len(peers))
+	sendFutures := make([]core.Future[struct{}], len(peers))
+	recvFutures := make([]core.Future[core.RegisteredMemory], len(peers))
+	for i, r := range peers {
+		connFutures[i] = c.comm.Connect(cfg, r, 0)
+		sendFutures[i] = c.comm.SendMemory(mine, r, 0)
+		recvFutures[i] = c.comm.RecvMemory(r, 0)
+	}
+	conns := make([]*core.Connection, len(peers))
+	theirs := make([]core.RegisteredMemory, len(peers))
+	for i, r := range peers {
+		if conns[i], err = connFutures[i].Get(ctx); err != nil {
+			return fmt.Errorf("connect to rank %d: %w", r, err)
+		}
+		if _, err = sendFutures[i].Get(ctx); err != nil {
+			return fmt.Errorf("send scratch to rank %d: %w", r, err)
+		}
+		if theirs[i], err = recvFutures[i].Get(ctx); err != nil {
+			return fmt.Errorf("receive scratch of rank %d: %w", r, err)
+		}
+	}
+	semFutures := make([]core.Future[*core.Semaphore], maxBlocks*len(peers))
+	for blk := 0; blk < maxBlocks; blk++ {
+		for i, r := range peers {
+			semFutures[blk*len(peers)+i] = c.comm.BuildSemaphore(conns[i], r, blk)
+		}
+	}
+	handles := make([]channels.MemoryChannelDeviceHandle, len(semFutures))
+	for k, f := range semFutures {
+		sem, err := f.Get(ctx)
+		if err != nil {
+			return fmt.Errorf("semaphore of block %d with rank %d: %w", k/len(peers), peers[k%len(peers)], err)
+		}
+		c.sems = append(c.sems, sem)
+		handles[k] = channels.NewMemoryChannel(sem, theirs[k%len(peers)], mine, c.scratch).DeviceHandle()
+	}
+	return c.onGPU(func() error {
+		n := len(handles) * int(unsafe.Sizeof(handles[0]))
+		var err error
+		if c.channels, err = c.alloc(n); err != nil {
+			return fmt.Errorf("channel handles: %w", err)
+		}
+		return upload(c.channels, unsafe.Slice((*byte)(unsafe.Pointer(&handles[0])), n))
+	})
+}
+
+// upload copies b to device memory at dst through a pinned staging buffer. A context is current.
+func upload(dst cuda.DevicePtr, b []byte) error {
+	host, err := cuda.MemHostAlloc(len(b))
+	if err != nil {
+		return err
+	}
+	copy(unsafe.Slice((*byte)(host), len(b)), b)
+	src, err := cuda.MemHostGetDevicePointer(host)
+	if err == nil {
+		var s cuda.Stream
+		if s, err = cuda.NewStream(); err == nil {
+			err = errors.Join(cuda.MemcpyAsync(dst, src, len(b), s), s.Synchronize(), s.Destroy())
+		}
+	}
+	return errors.Join(err, cuda.MemFreeHost(host))
+}
+
+// function returns the kernel named name.
+func (c *Comm) function(name string) (cuda.Function, error) {
+	if f, ok := c.funcs[name]; ok {
+		return f, nil
+	}
+	for _, m := range c.modules {
+		if f, err := m.Function(name); err == nil {
+			c.funcs[name] = f
+			return f, nil
+		}
+	}
+	return cuda.Function{}, fmt.Errorf("kernel %s is not in the embedded modules: %w", name, errs.ErrInternal)
+}
+
+// onGPU runs f with the Comm's GPU context pushed on the calling OS thread (and popped after),
+// so a C caller's thread keeps its own context.
+func (c *Comm) onGPU(f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := c.pctx.Push(); err != nil {
+		return err
+	}
+	err := f()
+	return errors.Join(err, cuda.PopContext())
+}
+
+// Close releases the Comm's GPU memory, semaphores and kernels. Local: the caller makes sure
+// that no collective of this Comm is still running, here or on a peer. A second Close returns
+// ErrClosed.
+func (c *Comm) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.closed = true
+	return c.release()
+}
+
+// release frees what New acquired so far.
+func (c *Comm) release() error {
+	var errList []error
+	for _, s := range c.sems {
+		errList = append(errList, s.Close())
+	}
+	errList = append(errList, c.onGPU(func() error {
+		var errList []error
+		for _, p := range c.allocs {
+			errList = append(errList, cuda.MemFree(p))
+		}
+		for _, m := range c.modules {
+			errList = append(errList, m.Unload())
+		}
+		return errors.Join(errList...)
+	}))
+	errList = append(errList, c.pctx.Release())
+	c.sems, c.allocs, c.modules, c.funcs = nil, nil, nil, nil
+	return errors.Join(errList...)
+}

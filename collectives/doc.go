@@ -1,0 +1,25 @@
+// Package collectives implements AllReduce and AllGather on the memory channels of package
+// channels, with the kernels of package kernels.
+//
+// A Comm is built once per rank over a core.Communicator (collective: every rank calls New):
+// it connects to every peer over CUDA IPC, allocates and exchanges a scratch buffer, builds one
+// memory-channel semaphore per (thread block, peer) and loads the kernels. After that a call only
+// queues one kernel on the caller's stream: no allocation, no host synchronisation, no
+// host-device round trip, so calls can be captured in a CUDA graph and replayed.
+//
+// Semantics follow NCCL: counts are in elements; AllReduce reduces count elements of sendbuf
+// across ranks into recvbuf (in place when they are equal); AllGather gathers sendCount
+// elements of every rank into recvbuf, rank r's at r*sendCount (in place when sendbuf is the
+// rank's own part of recvbuf). Buffers are device memory of the Comm's GPU, aligned to their
+// element size; any count works. Every rank must issue the same calls in the same order.
+//
+// Algorithms (see docs/PERFORMANCE.md for the measured crossovers):
+//   - packet: one-shot with LL packets (data and flag in one 16-byte store) into the peers'
+//     scratch, for small messages: no signal round trip;
+//   - rsag (AllReduce): reduce-scatter then all-gather in pipelined rounds, one semaphore per
+//     thread block and peer;
+//   - put (AllGather): copies into the peers' scratch, a signal per round.
+//
+// Data goes through the scratch buffers: user buffers are not registered (zero-copy for
+// registered buffers is not implemented yet).
+package collectives

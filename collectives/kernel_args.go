@@ -1,0 +1,36 @@
+package collectives
+
+import (
+	"structs"
+	"unsafe"
+)
+
+// kernelArgs mirrors coll::Args of kernels/src/common.cuh, the one parameter of every kernel:
+// 8-byte fields only, in the same order (the C++ side static_asserts its size and last offset;
+// kernel_args_test.go checks this side).
+type kernelArgs struct {
+	_          structs.HostLayout
+	Send       uintptr // the caller's send buffer
+	Recv       uintptr // the caller's receive buffer
+	Count      uint64  // AllReduce: elements; AllGather: bytes per rank
+	Op         uint64  // Op (AllReduce)
+	Channels   uintptr // device array of MemoryChannelDeviceHandle, [block][peer]
+	Scratch    uintptr // this rank's scratch
+	State      uintptr // this communicator's coll::State
+	Rank       uint64
+	NRanks     uint64
+	SlotBytes  uint64 // bytes of one rank's packet slot
+	ChunkBytes uint64 // bytes of one (rank, block) data slot
+	DataOffset uint64 // where the data banks start in the scratch
+	MaxSpins   int64  // bound of every device spin
+}
+
+const kernelArgsBytes = 104
+
+// bytes is the parameter as the kernel receives it.
+func (a *kernelArgs) bytes() []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(a)), unsafe.Sizeof(*a))
+}
+
+// stateBytes is sizeof(coll::State): two counters and a round counter per block.
+const stateBytes = 8 + 4*maxBlocks

@@ -1,0 +1,78 @@
+/*
+ * mscclpp/collectives.h: AllReduce and AllGather in C, with NCCL's meaning of counts, types and
+ * operators. C-compatible; exported by libmscclpp.so next to mscclpp.h and mscclpp/core.h.
+ *
+ * A collective communicator is built once per rank over a communicator of core.h (every rank
+ * calls mscclppCollCommCreate, each with its own GPU). After that, a collective only queues one
+ * kernel on the caller's stream and returns: no allocation, no host synchronisation, so calls can
+ * be captured in a CUDA graph and replayed. Every rank must issue the same collectives in the same
+ * order. Buffers are device memory of the communicator's GPU, aligned to their element size; any
+ * count works (0 does nothing).
+ *
+ * Data moves through the communicator's scratch buffers over CUDA IPC (NVLink or PCIe between
+ * GPUs of one host). The algorithm is chosen by message size and rank count
+ * (MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO force one, see docs/CONFIG.md).
+ */
+#ifndef MSCCLPP_COLLECTIVES_H_
+#define MSCCLPP_COLLECTIVES_H_
+
+#include <stddef.h>
+
+#include <mscclpp/core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types; the values are NCCL's ncclDataType_t. */
+typedef enum {
+  mscclppInt32 = 2,    /* int32_t */
+  mscclppUint32 = 3,   /* uint32_t */
+  mscclppFloat16 = 6,  /* IEEE half (__half) */
+  mscclppFloat32 = 7,  /* float */
+  mscclppFloat64 = 8,  /* double */
+  mscclppBfloat16 = 9  /* bfloat16 (__nv_bfloat16) */
+} mscclppDataType_t;
+
+/* Reduction operators; the values are NCCL's ncclRedOp_t. */
+typedef enum {
+  mscclppSum = 0, /* a + b */
+  mscclppMax = 2, /* the larger */
+  mscclppMin = 3  /* the smaller */
+} mscclppRedOp_t;
+
+/* A CUDA stream: the same type as cudaStream_t and CUstream; NULL is the legacy default stream. */
+typedef struct CUstream_st* mscclppStream_t;
+
+/* A collective communicator: one GPU per rank. */
+typedef struct mscclppCollComm_s* mscclppCollComm_t;
+
+/* Builds this rank's collective communicator over `comm` (whose bootstrap and context must
+ * outlive it) on CUDA device `deviceId`, or on the calling thread's current device (the one
+ * cudaSetDevice chose) when deviceId < 0. Connects to every peer, exchanges scratch buffers and
+ * builds the channels. Collective: blocks until every rank's side is ready (bootstrap timeout). */
+mscclppResult_t mscclppCollCommCreate(mscclppCommunicator_t comm, int deviceId, mscclppCollComm_t* collComm);
+/* Releases the collective communicator's GPU memory and channels. Local: call it once no
+ * collective of it is running, here or on a peer. */
+mscclppResult_t mscclppCollCommDestroy(mscclppCollComm_t collComm);
+/* This rank, the number of ranks and the CUDA device of the collective communicator. */
+mscclppResult_t mscclppCollCommRank(mscclppCollComm_t collComm, int* rank);
+mscclppResult_t mscclppCollCommSize(mscclppCollComm_t collComm, int* nranks);
+mscclppResult_t mscclppCollCommDevice(mscclppCollComm_t collComm, int* deviceId);
+
+/* Reduces `count` elements of `datatype` at sendbuff across all ranks with `op` and writes the
+ * result to recvbuff on every rank (sendbuff == recvbuff: in place); every rank gets
+ * bit-identical results. Queued on `stream`. */
+mscclppResult_t mscclppAllReduce(const void* sendbuff, void* recvbuff, size_t count, mscclppDataType_t datatype,
+                                 mscclppRedOp_t op, mscclppCollComm_t collComm, mscclppStream_t stream);
+/* Gathers `sendcount` elements of `datatype` at sendbuff from every rank into recvbuff, rank r's
+ * at element r * sendcount (in place when sendbuff is this rank's part of recvbuff). Queued on
+ * `stream`. */
+mscclppResult_t mscclppAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, mscclppDataType_t datatype,
+                                 mscclppCollComm_t collComm, mscclppStream_t stream);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // MSCCLPP_COLLECTIVES_H_

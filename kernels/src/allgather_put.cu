@@ -1,0 +1,50 @@
+// allgather_put.cu: AllGather over memory channels, for medium and large messages.
+//
+// Each rank's input is cut into one part per thread block; block b of every rank moves part b,
+// in rounds of at most chunkBytes: it copies the round's piece into its slot of every peer's
+// scratch (and into its own part of the output), signals the peers, waits for theirs, and copies
+// the peers' pieces from its scratch slots into the output. Rounds alternate between two banks
+// (State.rounds): a peer that still copies round R out of its slots has not yet signalled round
+// R+1, which the writer of round R+2 into the same bank waits for.
+#include "common.cuh"
+
+namespace coll {
+
+__device__ __forceinline__ void allgatherPut(const Args& a) {
+  constexpr uint64_t kAlign = 16;
+  const uint32_t block = blockIdx.x;
+  const uint32_t nPeers = a.nRanks - 1;
+  const uint64_t bytes = a.count;
+  const uint64_t part = roundUp(ceilDiv(bytes, gridDim.x), kAlign);
+  const uint64_t partBegin = block * part;
+  const uint64_t partEnd = partBegin + clampLen(partBegin, part, bytes);
+  const char* send = static_cast<const char*>(a.send);
+  char* recv = static_cast<char*>(a.recv);
+  char* mine = recv + a.rank * bytes;
+  const bool inPlace = mine == send;
+  uint32_t round = a.state->rounds[block];
+
+  for (uint64_t off = partBegin; off < partEnd; off += a.chunkBytes, ++round) {
+    const uint32_t bank = round & 1;
+    const uint64_t n = partEnd - off < a.chunkBytes ? partEnd - off : a.chunkBytes;
+    for (uint32_t p = 0; p < nPeers; ++p) {
+      char* slot = static_cast<char*>(channel(a, block, p).dst) + dataSlotOffset(a, bank, 0, a.rank, block);
+      mscclppCopy(slot, send + off, n, threadIdx.x, blockDim.x);
+    }
+    if (!inPlace) mscclppCopy(mine + off, send + off, n, threadIdx.x, blockDim.x);
+    exchangeSignals(a, block);
+    for (uint32_t p = 0; p < nPeers; ++p) {
+      const uint64_t r = peerRank(a, p);
+      mscclppCopy(recv + r * bytes + off, a.scratch + dataSlotOffset(a, bank, 0, r, block), n, threadIdx.x, blockDim.x);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) a.state->rounds[block] = round;
+  finishCall(a.state);
+}
+
+}  // namespace coll
+
+extern "C" __global__ void __launch_bounds__(1024) mscclpp_allgather_put(const coll::Args args) {
+  coll::allgatherPut(args);
+}

@@ -1,0 +1,103 @@
+// allreduce_rsag.cu: two-shot AllReduce (reduce-scatter, then all-gather) over memory channels,
+// for medium and large messages.
+//
+// The buffer is cut into one shard per rank and each shard into one part per thread block; block
+// b of every rank handles part b of every shard, in rounds of at most chunkBytes, and talks only
+// to block b of the peers (its own semaphores, its own scratch slots). One round:
+//   1. scatter: copy this rank's piece of each peer's shard into the peer's reduce slot for us;
+//   2. signal the peers, wait for theirs;
+//   3. reduce our shard's piece (all ranks, in rank order), store it in the output and in every
+//      peer's gather slot for us;
+//   4. signal, wait;
+//   5. copy the peers' reduced pieces from our gather slots into the output.
+// Rounds alternate between two banks of slots (State.rounds), so the writes of the next round
+// never land on slots a slow peer still reads; the signals of each round order the rest.
+#include "common.cuh"
+
+namespace coll {
+
+enum Region : uint32_t { kReduceSlots = 0, kGatherSlots = 1 };
+
+// Reduces len elements of this rank's shard at element `begin`: this rank's input and the peers'
+// reduce slots of `bank`, in rank order; stores the result in the output and in every peer's
+// gather slot for this rank.
+template <typename T, uint32_t Op>
+__device__ __forceinline__ void reduceAndBroadcast(const Args& a, uint32_t bank, uint32_t block, uint64_t begin,
+                                                   uint64_t len) {
+  constexpr uint64_t kVec = sizeof(uint4) / sizeof(T);
+  const T* in = static_cast<const T*>(a.send) + begin;
+  T* out = static_cast<T*>(a.recv) + begin;
+  const uint32_t nPeers = a.nRanks - 1;
+  const uint64_t gatherSlot = dataSlotOffset(a, bank, kGatherSlots, a.rank, block);
+  uint64_t done = 0;
+  if (aligned(in, 16) && aligned(out, 16)) {
+    const uint64_t vecs = len / kVec;
+    for (uint64_t v = threadIdx.x; v < vecs; v += blockDim.x) {
+      uint4 acc;
+      for (uint32_t r = 0; r < a.nRanks; ++r) {
+        const uint4 x = r == a.rank ? reinterpret_cast<const uint4*>(in)[v]
+                                    : reinterpret_cast<const uint4*>(a.scratch + dataSlotOffset(a, bank, kReduceSlots, r, block))[v];
+        acc = r == 0 ? x : applyWord<T, Op>(acc, x);
+      }
+      reinterpret_cast<uint4*>(out)[v] = acc;
+      for (uint32_t p = 0; p < nPeers; ++p) {
+        reinterpret_cast<uint4*>(static_cast<char*>(channel(a, block, p).dst) + gatherSlot)[v] = acc;
+      }
+    }
+    done = vecs * kVec;
+  }
+  for (uint64_t e = done + threadIdx.x; e < len; e += blockDim.x) {
+    T acc;
+    for (uint32_t r = 0; r < a.nRanks; ++r) {
+      const T x = r == a.rank ? in[e] : reinterpret_cast<const T*>(a.scratch + dataSlotOffset(a, bank, kReduceSlots, r, block))[e];
+      acc = r == 0 ? x : apply<Op>(acc, x);
+    }
+    out[e] = acc;
+    for (uint32_t p = 0; p < nPeers; ++p) {
+      reinterpret_cast<T*>(static_cast<char*>(channel(a, block, p).dst) + gatherSlot)[e] = acc;
+    }
+  }
+}
+
+template <typename T, uint32_t Op>
+__device__ __forceinline__ void allreduceRsag(const Args& a) {
+  constexpr uint64_t kVec = sizeof(uint4) / sizeof(T);
+  const uint32_t block = blockIdx.x;
+  const uint32_t nPeers = a.nRanks - 1;
+  const uint64_t count = a.count;
+  const uint64_t shard = roundUp(ceilDiv(count, a.nRanks), kVec);  // the same nominal size for every rank
+  const uint64_t part = roundUp(ceilDiv(shard, gridDim.x), kVec);
+  const uint64_t chunk = a.chunkBytes / sizeof(T);
+  const uint64_t partBegin = block * part;
+  const uint64_t partEnd = partBegin + clampLen(partBegin, part, shard);
+  const T* send = static_cast<const T*>(a.send);
+  T* recv = static_cast<T*>(a.recv);
+  uint32_t round = a.state->rounds[block];
+
+  for (uint64_t off = partBegin; off < partEnd; off += chunk, ++round) {
+    const uint32_t bank = round & 1;
+    const uint64_t n = partEnd - off < chunk ? partEnd - off : chunk;
+    for (uint32_t p = 0; p < nPeers; ++p) {
+      const uint64_t begin = peerRank(a, p) * shard + off;
+      char* slot = static_cast<char*>(channel(a, block, p).dst) + dataSlotOffset(a, bank, kReduceSlots, a.rank, block);
+      mscclppCopy(slot, send + begin, clampLen(begin, n, count) * sizeof(T), threadIdx.x, blockDim.x);
+    }
+    exchangeSignals(a, block);
+    const uint64_t mine = a.rank * shard + off;
+    reduceAndBroadcast<T, Op>(a, bank, block, mine, clampLen(mine, n, count));
+    exchangeSignals(a, block);
+    for (uint32_t p = 0; p < nPeers; ++p) {
+      const uint64_t r = peerRank(a, p);
+      const uint64_t begin = r * shard + off;
+      mscclppCopy(recv + begin, a.scratch + dataSlotOffset(a, bank, kGatherSlots, r, block),
+                  clampLen(begin, n, count) * sizeof(T), threadIdx.x, blockDim.x);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) a.state->rounds[block] = round;
+  finishCall(a.state);
+}
+
+}  // namespace coll
+
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_rsag, coll::allreduceRsag)

@@ -1,0 +1,179 @@
+// common.cuh: what every collective kernel shares: the kernel argument, the per-communicator
+// state in device memory, the scratch layout, element types and reduction operators, and the
+// end-of-call bookkeeping. Mirrored on the host by collectives/kernel_args.go.
+#ifndef MSCCLPP_KERNELS_COMMON_CUH_
+#define MSCCLPP_KERNELS_COMMON_CUH_
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mscclpp/memory_channel_device.h>
+
+namespace coll {
+
+// The most thread blocks a collective launches; the channels array and the per-block round
+// counters are sized by it. Must equal collectives.maxBlocks.
+constexpr uint32_t kMaxBlocks = 32;
+
+// Reduction operators, numbered as NCCL's ncclRedOp_t.
+enum ReduceOp : uint32_t { kSum = 0, kMax = 2, kMin = 3 };
+
+// Per-communicator state in device memory; zeroed at setup, kept across launches (and CUDA graph
+// replays), identical on every rank after every call because every rank runs the same calls.
+struct State {
+  uint32_t calls;               // collectives finished: packet flag = calls + 1, packet parity = calls & 1
+  uint32_t blocksDone;          // blocks of the running kernel that finished; the last one resets it
+  uint32_t rounds[kMaxBlocks];  // semaphore rounds block b has run: its data bank = rounds[b] & 1
+};
+
+// The one kernel parameter, passed by value. Only 8-byte fields, so the Go mirror
+// (collectives.kernelArgs) needs no padding rules.
+struct Args {
+  const void* send;   // the caller's send buffer
+  void* recv;         // the caller's receive buffer
+  uint64_t count;     // AllReduce: elements; AllGather: bytes per rank
+  uint64_t op;        // ReduceOp (AllReduce only)
+  const mscclppMemoryChannelDeviceHandle* channels;  // [block][peer]: kMaxBlocks * (nRanks - 1)
+  char* scratch;      // this rank's scratch (the peers' are channels[.].dst)
+  State* state;       // this communicator's State
+  uint64_t rank;      // this rank
+  uint64_t nRanks;    // ranks in the communicator
+  uint64_t slotBytes;   // packet region: bytes of one rank's slot
+  uint64_t chunkBytes;  // data banks: bytes of one (rank, block) slot, a multiple of 16
+  uint64_t dataOffset;  // where the data banks start in the scratch
+  int64_t maxSpins;     // bound of every spin (see mscclpp/device.h): a dead peer traps, not hangs
+};
+
+static_assert(sizeof(Args) == 104 && offsetof(Args, maxSpins) == 96, "Args is mirrored by collectives.kernelArgs");
+static_assert(sizeof(State) == 8 + 4 * kMaxBlocks, "State is sized by collectives.stateBytes");
+
+// Scratch layout (the same on every rank):
+//   packet region: 2 parities x nRanks slots x slotBytes; slot r holds rank r's packets
+//   data banks at dataOffset: 2 banks x 2 regions x nRanks x kMaxBlocks x chunkBytes
+__device__ __forceinline__ uint64_t packetSlotOffset(const Args& a, uint32_t parity, uint64_t slot) {
+  return (parity * a.nRanks + slot) * a.slotBytes;
+}
+__device__ __forceinline__ uint64_t dataSlotOffset(const Args& a, uint32_t bank, uint32_t region, uint64_t slot,
+                                                   uint32_t block) {
+  return a.dataOffset + (((uint64_t(bank) * 2 + region) * a.nRanks + slot) * kMaxBlocks + block) * a.chunkBytes;
+}
+
+// The rank of peer index p (peers are the other ranks in increasing order).
+__device__ __forceinline__ uint64_t peerRank(const Args& a, uint32_t p) { return p < a.rank ? p : p + 1; }
+// This block's channel to peer index p.
+__device__ __forceinline__ const mscclppMemoryChannelDeviceHandle& channel(const Args& a, uint32_t block,
+                                                                           uint32_t p) {
+  return a.channels[block * (a.nRanks - 1) + p];
+}
+
+__device__ __forceinline__ uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+__device__ __forceinline__ uint64_t roundUp(uint64_t a, uint64_t b) { return ceilDiv(a, b) * b; }
+__device__ __forceinline__ uint64_t clampLen(uint64_t begin, uint64_t len, uint64_t end) {
+  return begin >= end ? 0 : (end - begin < len ? end - begin : len);
+}
+
+// ---- Elements and operators -------------------------------------------------------------------
+
+template <uint32_t Op, typename T>
+__device__ __forceinline__ T apply(T a, T b) {
+  if (Op == kMax) return a > b ? a : b;
+  if (Op == kMin) return a < b ? a : b;
+  return a + b;
+}
+// Half types reduce through float, so the rule is the same on every architecture.
+template <uint32_t Op>
+__device__ __forceinline__ __half apply(__half a, __half b) {
+  return __float2half(apply<Op>(__half2float(a), __half2float(b)));
+}
+template <uint32_t Op>
+__device__ __forceinline__ __nv_bfloat16 apply(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return __float2bfloat16(apply<Op>(__bfloat162float(a), __bfloat162float(b)));
+}
+
+// Reduces the elements of type T packed in two words of type W (uint64_t or uint4), lane by lane.
+template <typename T, uint32_t Op, typename W>
+__device__ __forceinline__ W applyWord(W a, const W& b) {
+  constexpr int kLanes = sizeof(W) / sizeof(T);
+  T* x = reinterpret_cast<T*>(&a);
+  const T* y = reinterpret_cast<const T*>(&b);
+#pragma unroll
+  for (int i = 0; i < kLanes; ++i) x[i] = apply<Op>(x[i], y[i]);
+  return a;
+}
+
+// ---- 8-byte words of byte streams of any alignment ---------------------------------------------
+
+// Word i (bytes [8i, 8i+8)) of the `bytes` bytes at p; bytes past the end read as zero.
+// aligned: p is 8-byte aligned (then whole words are read with one load).
+__device__ __forceinline__ uint64_t loadWord(const char* p, uint64_t i, uint64_t bytes, bool aligned) {
+  const uint64_t at = i * 8;
+  if (aligned && at + 8 <= bytes) return reinterpret_cast<const uint64_t*>(p)[i];
+  uint64_t v = 0;
+  for (uint64_t k = 0; k < 8 && at + k < bytes; ++k) v |= uint64_t(static_cast<unsigned char>(p[at + k])) << (8 * k);
+  return v;
+}
+// Stores word i at p, only the bytes before `bytes`.
+__device__ __forceinline__ void storeWord(char* p, uint64_t i, uint64_t bytes, bool aligned, uint64_t v) {
+  const uint64_t at = i * 8;
+  if (aligned && at + 8 <= bytes) {
+    reinterpret_cast<uint64_t*>(p)[i] = v;
+    return;
+  }
+  for (uint64_t k = 0; k < 8 && at + k < bytes; ++k) p[at + k] = static_cast<char>(v >> (8 * k));
+}
+__device__ __forceinline__ bool aligned(const void* p, uint64_t n) { return (reinterpret_cast<uintptr_t>(p) & (n - 1)) == 0; }
+
+// ---- Calls --------------------------------------------------------------------------------------
+
+// Every block calls it last: the last block to finish counts the call. The next kernel on the
+// stream (or the next graph replay) sees the new count.
+__device__ __forceinline__ void finishCall(State* s) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&s->blocksDone, 1u) == gridDim.x - 1) {
+      s->blocksDone = 0;
+      s->calls = s->calls + 1;
+      __threadfence();
+    }
+  }
+}
+
+// One thread per peer signals the peer's matching block, then waits for its signal: after the
+// barriers, this block's writes before the call are visible to the peer's block, and the peer
+// block's writes before its call are visible here (release/acquire, cumulative through bar.sync).
+__device__ __forceinline__ void exchangeSignals(const Args& a, uint32_t block) {
+  __syncthreads();
+  if (threadIdx.x < a.nRanks - 1) {
+    mscclppMemoryChannelDeviceHandle ch = channel(a, block, threadIdx.x);
+    ch.signal();
+    ch.wait(a.maxSpins);
+  }
+  __syncthreads();
+}
+
+}  // namespace coll
+
+// Instantiates KERNEL<T, Op> for every reduction operator behind one extern "C" entry point
+// named NAME, dispatching on args.op (uniform across the grid).
+#define COLL_REDUCE_ENTRY(NAME, KERNEL, T)                       \
+  extern "C" __global__ void __launch_bounds__(1024) NAME(const coll::Args args) { \
+    switch (args.op) {                                           \
+      case coll::kMax: KERNEL<T, coll::kMax>(args); break;       \
+      case coll::kMin: KERNEL<T, coll::kMin>(args); break;       \
+      default: KERNEL<T, coll::kSum>(args); break;               \
+    }                                                            \
+  }
+
+// Entry points for the six element types, suffixed as collectives.DataType.kernelSuffix.
+#define COLL_REDUCE_ENTRIES(PREFIX, KERNEL)                  \
+  COLL_REDUCE_ENTRY(PREFIX##_f32, KERNEL, float)             \
+  COLL_REDUCE_ENTRY(PREFIX##_f16, KERNEL, __half)            \
+  COLL_REDUCE_ENTRY(PREFIX##_bf16, KERNEL, __nv_bfloat16)    \
+  COLL_REDUCE_ENTRY(PREFIX##_i32, KERNEL, int32_t)           \
+  COLL_REDUCE_ENTRY(PREFIX##_u32, KERNEL, uint32_t)          \
+  COLL_REDUCE_ENTRY(PREFIX##_f64, KERNEL, double)
+
+#endif  // MSCCLPP_KERNELS_COMMON_CUH_
