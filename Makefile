@@ -11,7 +11,7 @@ ABS_BUILD := $(abspath $(BUILD))
 LIB      := $(BUILD)/lib/libmscclpp.so
 PC       := $(BUILD)/lib/pkgconfig/mscclpp.pc
 HEADERS  := $(wildcard include/*.h include/mscclpp/*.h)
-GO_SRC   := go.mod go.sum $(shell find capi core channels internal include -type f \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.s' \) -not -name '*_test.go')
+GO_SRC   := go.mod go.sum $(shell find capi core channels collectives kernels internal include -type f \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.s' -o -name '*.ptx' \) -not -name '*_test.go')
 
 # mpirun refuses to run as root unless told; the examples need more ranks than CI has cores.
 MPIRUN       ?= mpirun
@@ -98,7 +98,7 @@ $(BUILD)/tests/core_refusals: tests/capi/core_refusals.c all
 
 # The CUDA programs (GPU tests, tutorials, benchmarks) are compiled and linked here too, so CI
 # catches a header or export change that breaks them; they run on the GPU host (make gpu-test).
-CUDA_PROGRAMS := $(wildcard examples/mpi/*/main.cu examples/tutorials/*/main.cu)
+CUDA_PROGRAMS := $(wildcard examples/mpi/*/main.cu examples/tutorials/*/main.cu tests/gpu/*/main.cu)
 NVCC_FLAGS    := -std=c++17 -O2 -arch=sm_90 -DOMPI_SKIP_MPICXX -Xcompiler -Wall
 
 cuda-examples: all
@@ -130,7 +130,7 @@ mpi-gotest: ## the Go bootstrap test with the unique id shared through MPI (gomp
 # GPU tests. The GPU host has no Go: `make gpu-bundle` here builds the library and the Go test
 # binaries into build/; carry build/ there and run `make gpu-test`, which needs only CUDA and MPI.
 
-GPU_GO_TESTS := core/cuda core core/proxy channels
+GPU_GO_TESTS := core/cuda core core/proxy channels collectives
 
 TOOLS := $(wildcard cmd/*)
 

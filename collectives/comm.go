@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -41,6 +42,7 @@ type Comm struct {
 	closed bool
 
 	modules  []cuda.Module
+	modNames []string // modNames[i] is the name of modules[i]
 	funcs    map[string]cuda.Function
 	scratch  cuda.DevicePtr
 	state    cuda.DevicePtr
@@ -130,6 +132,14 @@ func (c *Comm) allocate(lay layout) error {
 			return fmt.Errorf("load kernels %s: %w", m.Name, err)
 		}
 		c.modules = append(c.modules, mod)
+		c.modNames = append(c.modNames, m.Name)
+	}
+	// Resolve every entry point now: nothing but the launch happens in a call (which may be
+	// inside a CUDA graph capture).
+	for _, name := range kernelNames() {
+		if _, err := c.function(name); err != nil {
+			return err
+		}
 	}
 	if c.scratch, err = c.alloc(int(lay.total)); err != nil {
 		return fmt.Errorf("scratch of %d bytes: %w", lay.total, err)
@@ -233,13 +243,29 @@ func upload(dst cuda.DevicePtr, b []byte) error {
 	return errors.Join(err, cuda.MemFreeHost(host))
 }
 
-// function returns the kernel named name.
+// kernelNames lists every entry point a call may launch.
+func kernelNames() []string {
+	names := []string{"mscclpp_allgather_packet", "mscclpp_allgather_put"}
+	for _, d := range dataTypes {
+		for _, algo := range []string{AlgoPacket, AlgoRSAG} {
+			names = append(names, fmt.Sprintf("mscclpp_allreduce_%s_%s", algo, d.suffix))
+		}
+	}
+	return names
+}
+
+// function returns the kernel named name, from the module its name starts with
+// ("mscclpp_allreduce_packet_f32" is in module allreduce_packet).
 func (c *Comm) function(name string) (cuda.Function, error) {
 	if f, ok := c.funcs[name]; ok {
 		return f, nil
 	}
-	for _, m := range c.modules {
-		if f, err := m.Function(name); err == nil {
+	for i, m := range c.modNames {
+		if strings.HasPrefix(name, "mscclpp_"+m) {
+			f, err := c.modules[i].Function(name)
+			if err != nil {
+				return cuda.Function{}, err
+			}
 			c.funcs[name] = f
 			return f, nil
 		}

@@ -88,6 +88,20 @@ for src in examples/mpi/legacy_*/main.cu examples/mpi/channels_*/main.cu example
 	fi
 done
 
+# 4. The collectives' correctness checks, once with the algorithms chosen by size and once with
+# each algorithm forced for every size it can take.
+src=tests/gpu/collectives/main.cu
+if nvcc $nvcc_flags "$src" -o "$bin/collectives" -L"$build/lib" -lmscclpp -Xlinker "-rpath,$build/lib" \
+	-Xlinker "$(echo $mpi_lib | sed 's/ /,/g')" 2>&1; then
+	run "collectives (auto)" 600 $mpirun -np "$np" "$bin/collectives"
+	run "collectives (packet)" 600 env MSCCLPP_ALLREDUCE_ALGO=packet MSCCLPP_ALLGATHER_ALGO=packet \
+		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick
+	run "collectives (rsag, put)" 600 env MSCCLPP_ALLREDUCE_ALGO=rsag MSCCLPP_ALLGATHER_ALGO=put \
+		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick
+else
+	result "build collectives" 1
+fi
+
 echo "gpu-test: $passed passed, $failed failed"
 for f in "${failures[@]}"; do echo "  failed: $f"; done
 [ "$failed" -eq 0 ]

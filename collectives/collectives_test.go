@@ -1,0 +1,125 @@
+package collectives
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/errs"
+)
+
+func TestChooseAllReduce(t *testing.T) {
+	tests := []struct {
+		bytes   uint64
+		nRanks  int
+		forced  string
+		algo    string
+		blocks  int
+		threads int
+	}{
+		{4, 2, AlgoAuto, AlgoPacket, 1, packetThreads},
+		{512 << 10, 2, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
+		{512<<10 + 4, 2, AlgoAuto, AlgoRSAG, 5, roundThreads},
+		{256<<10 + 4, 4, AlgoAuto, AlgoRSAG, 2, roundThreads},
+		{1 << 30, 2, AlgoAuto, AlgoRSAG, maxBlocks, roundThreads},
+		{4, 2, AlgoRSAG, AlgoRSAG, 1, roundThreads},
+		{packetMaxBytes, 8, AlgoPacket, AlgoPacket, maxBlocks, packetThreads},
+		{packetMaxBytes + 4, 2, AlgoPacket, AlgoRSAG, 9, roundThreads}, // beyond a packet slot
+	}
+	for _, tt := range tests {
+		p := chooseAllReduce(tt.bytes, Float16, tt.nRanks, tt.forced)
+		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
+		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
+		assert.Equal(t, tt.threads, p.threads, "%+v", tt)
+		assert.Equal(t, "mscclpp_allreduce_"+tt.algo+"_f16", p.kernel)
+	}
+}
+
+func TestChooseAllGather(t *testing.T) {
+	tests := []struct {
+		bytes  uint64
+		nRanks int
+		forced string
+		algo   string
+	}{
+		{1, 2, AlgoAuto, AlgoPacket},
+		{256 << 10, 2, AlgoAuto, AlgoPacket},
+		{256<<10 + 1, 2, AlgoAuto, AlgoPut},
+		{128<<10 + 1, 4, AlgoAuto, AlgoPut},
+		{1, 2, AlgoPut, AlgoPut},
+		{packetMaxBytes, 2, AlgoPacket, AlgoPacket},
+		{packetMaxBytes + 1, 2, AlgoPacket, AlgoPut},
+	}
+	for _, tt := range tests {
+		p := chooseAllGather(tt.bytes, tt.nRanks, tt.forced)
+		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
+		assert.Equal(t, "mscclpp_allgather_"+tt.algo, p.kernel)
+	}
+}
+
+// TestScratchLayout: the packet slots hold packetMaxBytes of data as LL16 packets, the data
+// banks start aligned after them, and chunks are 16-byte multiples.
+func TestScratchLayout(t *testing.T) {
+	for _, n := range []int{2, 3, 4, 8} {
+		l := scratchLayout(n)
+		assert.Equal(t, uint64(2*packetMaxBytes), l.slotBytes)
+		assert.GreaterOrEqual(t, l.dataOffset, 2*uint64(n)*l.slotBytes)
+		assert.Zero(t, l.dataOffset%256)
+		assert.Zero(t, l.chunkBytes%16)
+		assert.GreaterOrEqual(t, l.chunkBytes, uint64(minChunkBytes))
+		assert.Equal(t, l.dataOffset+uint64(4*n*maxBlocks)*l.chunkBytes, l.total)
+	}
+}
+
+func TestKernelNamesCoverEveryType(t *testing.T) {
+	assert.Len(t, kernelNames(), 2+2*len(dataTypes))
+}
+
+func TestCheckCall(t *testing.T) {
+	const p = cuda.DevicePtr(0x10000)
+	tests := []struct {
+		name       string
+		send, recv cuda.DevicePtr
+		count      int
+		dt         DataType
+		ok         bool
+	}{
+		{"fine", p, p, 10, Float32, true},
+		{"count 0 with NULL", 0, 0, 0, Float32, true},
+		{"bad type", p, p, 1, DataType(0), false},
+		{"negative count", p, p, -1, Float32, false},
+		{"NULL send", 0, p, 1, Float32, false},
+		{"misaligned", p + 2, p, 1, Float32, false},
+		{"half at 2 bytes", p + 2, p + 2, 1, Float16, true},
+	}
+	for _, tt := range tests {
+		err := checkCall(tt.send, tt.recv, tt.count, tt.dt)
+		if tt.ok {
+			assert.NoError(t, err, tt.name)
+		} else {
+			assert.ErrorIs(t, err, errs.ErrInvalidArgument, tt.name)
+		}
+	}
+}
+
+func TestOverlap(t *testing.T) {
+	assert.True(t, overlap(100, 104, 8, 8))
+	assert.False(t, overlap(100, 108, 8, 8))
+	assert.False(t, overlap(108, 100, 8, 8))
+}
+
+func TestNewRefusesNilCommunicator(t *testing.T) {
+	_, err := New(context.Background(), nil, 0)
+	require.ErrorIs(t, err, errs.ErrInvalidArgument)
+}
+
+func TestTypesAndOps(t *testing.T) {
+	assert.Equal(t, 2, BFloat16.Size())
+	assert.Equal(t, "bfloat16", BFloat16.String())
+	assert.Equal(t, "DataType(1)", DataType(1).String())
+	assert.False(t, Op(1).Valid())
+	assert.Equal(t, "min", Min.String())
+}

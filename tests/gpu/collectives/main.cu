@@ -1,0 +1,499 @@
+// collectives: the correctness checks of mscclppAllReduce and mscclppAllGather (mscclpp/collectives.h)
+// on real GPUs, one rank per GPU under mpirun, against results computed on the host.
+//
+//   every data type and operator, counts from 1 element to 4 Mi elements (odd ones, ones that no
+//   rank count or 16 bytes divides), up to 256 MiB for float32 and bfloat16; in place and out of
+//   place; 16-byte aligned buffers and buffers one element off; guard elements around every output
+//   must stay untouched;
+//   1000 dependent in-place calls (each call's output is the next one's input);
+//   AllReduce and AllGather interleaved on one stream;
+//   two collective communicators at once, on two streams;
+//   a CUDA graph of four collectives captured once and replayed with new inputs.
+//
+// Inputs are small integers, exact in every type (float16 and bfloat16 included) and so are
+// their sums over up to 8 ranks: every result is compared exactly. Rank 0 prints one line per
+// group of checks and "collectives: N passed, M failed"; the exit status is 0 only if all passed.
+//
+//   mpirun -np N ./collectives [quick]   (rank r uses GPU r % deviceCount; "quick" skips 256 MiB)
+// MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO force an algorithm for every size.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <mscclpp/collectives.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr size_t kGuard = 64;         // elements of guard before and after every output
+constexpr unsigned char kPoison = 0x5A;  // the guards' bytes (and the outputs' before a call)
+constexpr int kChainCalls = 1000;
+constexpr int kInterleaveRounds = 50;
+constexpr int kGraphReplays = 5;
+
+int g_rank = 0, g_nranks = 1;
+int g_passed = 0, g_failed = 0;
+bool g_verbose = false;  // COLLECTIVES_VERBOSE=1: every case is printed before it runs
+
+void fatal(const char* what, const char* detail) {
+  std::fprintf(stderr, "[rank %d] FATAL %s: %s\n", g_rank, what, detail);
+  MPI_Abort(MPI_COMM_WORLD, 2);
+}
+#define CUDA(call)                                                   \
+  do {                                                               \
+    cudaError_t e_ = (call);                                         \
+    if (e_ != cudaSuccess) fatal(#call, cudaGetErrorString(e_));     \
+  } while (0)
+#define MSCCLPP(call)                                                \
+  do {                                                               \
+    mscclppResult_t r_ = (call);                                     \
+    if (r_ != mscclppSuccess) fatal(#call, mscclppGetErrorString(r_)); \
+  } while (0)
+
+// ---- Types -------------------------------------------------------------------------------------
+
+template <typename T> struct Type;
+template <> struct Type<float> {
+  static constexpr mscclppDataType_t id = mscclppFloat32;
+  static constexpr const char* name = "float32";
+  static float from(double v) { return static_cast<float>(v); }
+  static double to(float v) { return v; }
+};
+template <> struct Type<double> {
+  static constexpr mscclppDataType_t id = mscclppFloat64;
+  static constexpr const char* name = "float64";
+  static double from(double v) { return v; }
+  static double to(double v) { return v; }
+};
+template <> struct Type<__half> {
+  static constexpr mscclppDataType_t id = mscclppFloat16;
+  static constexpr const char* name = "float16";
+  static __half from(double v) { return __float2half(static_cast<float>(v)); }
+  static double to(__half v) { return __half2float(v); }
+};
+template <> struct Type<__nv_bfloat16> {
+  static constexpr mscclppDataType_t id = mscclppBfloat16;
+  static constexpr const char* name = "bfloat16";
+  static __nv_bfloat16 from(double v) { return __float2bfloat16(static_cast<float>(v)); }
+  static double to(__nv_bfloat16 v) { return __bfloat162float(v); }
+};
+template <> struct Type<int32_t> {
+  static constexpr mscclppDataType_t id = mscclppInt32;
+  static constexpr const char* name = "int32";
+  static int32_t from(double v) { return static_cast<int32_t>(v); }
+  static double to(int32_t v) { return v; }
+};
+template <> struct Type<uint32_t> {
+  static constexpr mscclppDataType_t id = mscclppUint32;
+  static constexpr const char* name = "uint32";
+  static uint32_t from(double v) { return static_cast<uint32_t>(v); }
+  static double to(uint32_t v) { return v; }
+};
+
+const char* opName(mscclppRedOp_t op) { return op == mscclppSum ? "sum" : op == mscclppMax ? "max" : "min"; }
+
+// Rank r's element i: a small integer (unsigned types get no negatives). `salt` varies the data
+// between calls of one test.
+template <typename T>
+double inputValue(int r, size_t i, int salt = 0) {
+  const long v = static_cast<long>((i * 7 + r * 13 + salt * 5) % 17);
+  return Type<T>::id == mscclppUint32 ? v : v - 8;
+}
+
+double reduce(mscclppRedOp_t op, double a, double b) {
+  return op == mscclppSum ? a + b : op == mscclppMax ? std::fmax(a, b) : std::fmin(a, b);
+}
+
+// ---- Checks ------------------------------------------------------------------------------------
+
+// One named group of checks: collects failures, prints at most a few details per rank.
+struct Group {
+  std::string name;
+  long checks = 0, failures = 0;
+  explicit Group(std::string n) : name(std::move(n)) {}
+  void fail(const std::string& what) {
+    if (failures++ < 5) std::printf("[rank %d] FAIL %s: %s\n", g_rank, name.c_str(), what.c_str());
+  }
+  // Reduces the counts over ranks, prints the group's line on rank 0 and counts it.
+  void finish() {
+    long local[2] = {checks, failures}, total[2];
+    MPI_Allreduce(local, total, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (g_rank == 0) std::printf("%s %s: %ld checks over %d ranks, %ld failed\n", total[1] ? "FAIL" : "ok  ", name.c_str(), total[0], g_nranks, total[1]);
+    std::fflush(stdout);
+    (total[1] ? g_failed : g_passed)++;
+  }
+};
+
+// A device buffer of n elements of T with kGuard poisoned elements on each side, starting
+// `offset` elements after a 256-byte boundary (offset 1: not 16-byte aligned).
+template <typename T>
+struct Buffer {
+  char* base = nullptr;
+  size_t n = 0, offset = 0;
+  Buffer(size_t n_, size_t off) : n(n_), offset(off) {
+    CUDA(cudaMalloc(&base, bytesTotal()));
+    CUDA(cudaMemset(base, kPoison, bytesTotal()));
+    CUDA(cudaDeviceSynchronize());  // the memset is asynchronous
+  }
+  ~Buffer() { cudaFree(base); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  size_t bytesTotal() const { return (n + 2 * kGuard + offset) * sizeof(T); }
+  T* data() const { return reinterpret_cast<T*>(base) + kGuard + offset; }
+  // cudaMemcpy from pageable memory may return before the data lands, and the collectives run
+  // on other streams: wait for the device.
+  void upload(const std::vector<T>& h, size_t at = 0) {
+    CUDA(cudaMemcpy(data() + at, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+    CUDA(cudaDeviceSynchronize());
+  }
+  // Copies everything back; reports guard bytes that changed.
+  std::vector<T> download(Group& g, const std::string& what) const {
+    std::vector<unsigned char> all(bytesTotal());
+    CUDA(cudaMemcpy(all.data(), base, all.size(), cudaMemcpyDeviceToHost));
+    const size_t lo = (kGuard + offset) * sizeof(T), hi = lo + n * sizeof(T);
+    for (size_t b = 0; b < all.size(); ++b) {
+      if ((b < lo || b >= hi) && all[b] != kPoison) {
+        g.fail(what + ": guard byte " + std::to_string(static_cast<long>(b) - static_cast<long>(lo)) + " changed");
+        break;
+      }
+    }
+    std::vector<T> h(n);
+    std::memcpy(h.data(), all.data() + lo, n * sizeof(T));
+    return h;
+  }
+};
+
+template <typename T>
+void compare(Group& g, const std::string& what, const std::vector<T>& got, const std::vector<double>& want) {
+  ++g.checks;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (Type<T>::to(got[i]) != Type<T>::to(Type<T>::from(want[i]))) {
+      size_t bad = 0, last = i;
+      for (size_t j = i; j < want.size(); ++j)
+        if (Type<T>::to(got[j]) != Type<T>::to(Type<T>::from(want[j]))) ++bad, last = j;
+      g.fail(what + ": element " + std::to_string(i) + " is " + std::to_string(Type<T>::to(got[i])) + ", want " +
+             std::to_string(want[i]) + " (" + std::to_string(bad) + " wrong, the last at " + std::to_string(last) + ")");
+      return;
+    }
+  }
+}
+
+template <typename T>
+std::vector<T> inputs(size_t n, int rank, int salt) {
+  std::vector<T> h(n);
+  for (size_t i = 0; i < n; ++i) h[i] = Type<T>::from(inputValue<T>(rank, i, salt));
+  return h;
+}
+
+template <typename T>
+std::vector<double> allReduceExpected(size_t n, mscclppRedOp_t op, int salt) {
+  std::vector<double> want(n);
+  for (size_t i = 0; i < n; ++i) {
+    double acc = inputValue<T>(0, i, salt);
+    for (int r = 1; r < g_nranks; ++r) acc = reduce(op, acc, inputValue<T>(r, i, salt));
+    want[i] = acc;
+  }
+  return want;
+}
+
+template <typename T>
+std::vector<double> allGatherExpected(size_t n, int salt) {
+  std::vector<double> want(n * g_nranks);
+  for (int r = 0; r < g_nranks; ++r)
+    for (size_t i = 0; i < n; ++i) want[r * n + i] = inputValue<T>(r, i, salt);
+  return want;
+}
+
+template <typename T>
+void checkAllReduce(Group& g, mscclppCollComm_t comm, cudaStream_t s, size_t n, mscclppRedOp_t op, bool inPlace,
+                    size_t offset) {
+  const std::string what = std::string(Type<T>::name) + " " + opName(op) + " count " + std::to_string(n) +
+                           (inPlace ? " in place" : " out of place") + (offset ? " unaligned" : "");
+  if (g_verbose) std::printf("[rank %d] allreduce %s\n", g_rank, what.c_str()), std::fflush(stdout);
+  Buffer<T> send(n, offset);
+  Buffer<T> recvBuf(inPlace ? 0 : n, offset);
+  Buffer<T>& recv = inPlace ? send : recvBuf;
+  send.upload(inputs<T>(n, g_rank, 0));
+  mscclppResult_t r = mscclppAllReduce(send.data(), recv.data(), n, Type<T>::id, op, comm, s);
+  if (r != mscclppSuccess) {
+    ++g.checks;
+    g.fail(what + ": " + mscclppGetErrorString(r));
+    return;
+  }
+  CUDA(cudaStreamSynchronize(s));
+  compare(g, what, recv.download(g, what), allReduceExpected<T>(n, op, 0));
+}
+
+template <typename T>
+void checkAllGather(Group& g, mscclppCollComm_t comm, cudaStream_t s, size_t n, bool inPlace, size_t offset) {
+  const std::string what = std::string(Type<T>::name) + " count " + std::to_string(n) + " per rank" +
+                           (inPlace ? " in place" : " out of place") + (offset ? " unaligned" : "");
+  if (g_verbose) std::printf("[rank %d] allgather %s\n", g_rank, what.c_str()), std::fflush(stdout);
+  Buffer<T> recv(n * g_nranks, offset);
+  Buffer<T> sendBuf(inPlace ? 0 : n, offset);
+  T* send = inPlace ? recv.data() + g_rank * n : sendBuf.data();
+  const std::vector<T> in = inputs<T>(n, g_rank, 0);
+  CUDA(cudaMemcpy(send, in.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  CUDA(cudaDeviceSynchronize());  // see Buffer::upload
+  mscclppResult_t r = mscclppAllGather(send, recv.data(), n, Type<T>::id, comm, s);
+  if (r != mscclppSuccess) {
+    ++g.checks;
+    g.fail(what + ": " + mscclppGetErrorString(r));
+    return;
+  }
+  CUDA(cudaStreamSynchronize(s));
+  compare(g, what, recv.download(g, what), allGatherExpected<T>(n, 0));
+}
+
+// Element counts: 1, odd counts, counts around the packet limits and 16-byte multiples.
+const std::vector<size_t> kCounts = {1, 2, 3, 5, 8, 31, 33, 100, 1023, 1025, 4097, 12345, 65537,
+                                     131071, 262147, 500001, 1048583, 4194319};
+
+template <typename T>
+void allReduceSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
+  for (mscclppRedOp_t op : {mscclppSum, mscclppMax, mscclppMin}) {
+    Group g(std::string("allreduce ") + Type<T>::name + " " + opName(op));
+    for (size_t n : kCounts)
+      for (bool inPlace : {false, true})
+        for (size_t offset : {0, 1}) checkAllReduce<T>(g, comm, s, n, op, inPlace, offset);
+    if (big && op == mscclppSum && sizeof(T) != 8) {
+      checkAllReduce<T>(g, comm, s, (64u << 20) / sizeof(T) + 3, op, false, 0);  // ~64 MiB, odd
+      checkAllReduce<T>(g, comm, s, (256u << 20) / sizeof(T), op, true, 0);              // 256 MiB
+    }
+    g.finish();
+  }
+}
+
+template <typename T>
+void allGatherSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
+  Group g(std::string("allgather ") + Type<T>::name);
+  for (size_t n : kCounts)
+    for (bool inPlace : {false, true})
+      for (size_t offset : {0, 1}) checkAllGather<T>(g, comm, s, n, inPlace, offset);
+  if (big) checkAllGather<T>(g, comm, s, (256u << 20) / sizeof(T) / g_nranks + 1, false, 0);  // 256 MiB out
+  g.finish();
+}
+
+// kChainCalls in-place uint32 sums, each on the previous result: rank r starts with
+// (i % 7) + r + 1, so after k calls every element is S_i * N^(k-1) mod 2^32.
+void chain(mscclppCollComm_t comm, cudaStream_t s, size_t n) {
+  Group g("1000 dependent in-place allreduce calls, count " + std::to_string(n));
+  Buffer<uint32_t> buf(n, 0);
+  std::vector<uint32_t> h(n);
+  for (size_t i = 0; i < n; ++i) h[i] = static_cast<uint32_t>(i % 7 + g_rank + 1);
+  buf.upload(h);
+  for (int k = 0; k < kChainCalls; ++k) {
+    mscclppResult_t r = mscclppAllReduce(buf.data(), buf.data(), n, mscclppUint32, mscclppSum, comm, s);
+    if (r != mscclppSuccess) {
+      ++g.checks;
+      g.fail(std::string("call ") + std::to_string(k) + ": " + mscclppGetErrorString(r));
+      g.finish();
+      return;
+    }
+  }
+  CUDA(cudaStreamSynchronize(s));
+  const std::vector<uint32_t> got = buf.download(g, "chain");
+  ++g.checks;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t want = 0;
+    for (int r = 0; r < g_nranks; ++r) want += static_cast<uint32_t>(i % 7 + r + 1);
+    for (int k = 1; k < kChainCalls; ++k) want *= static_cast<uint32_t>(g_nranks);
+    if (got[i] != want) {
+      g.fail("element " + std::to_string(i) + " is " + std::to_string(got[i]) + ", want " + std::to_string(want));
+      break;
+    }
+  }
+  g.finish();
+}
+
+// A mix of collectives queued back to back on one stream, with new inputs each round.
+struct Mix {
+  size_t arSmall = 1000, arLarge = 300001, agSmall = 777, agLarge = 100003;
+  Buffer<float> arSmallIn{arSmall, 0}, arSmallOut{arSmall, 0};
+  Buffer<__nv_bfloat16> arLargeIn{arLarge, 0}, arLargeOut{arLarge, 0};
+  Buffer<__half> agSmallIn{agSmall, 0}, agSmallOut{agSmall * g_nranks, 0};
+  Buffer<float> agLargeIn{agLarge, 0}, agLargeOut{agLarge * g_nranks, 1};
+
+  void upload(int salt) {
+    arSmallIn.upload(inputs<float>(arSmall, g_rank, salt));
+    arLargeIn.upload(inputs<__nv_bfloat16>(arLarge, g_rank, salt));
+    agSmallIn.upload(inputs<__half>(agSmall, g_rank, salt));
+    agLargeIn.upload(inputs<float>(agLarge, g_rank, salt));
+  }
+  bool enqueue(Group& g, mscclppCollComm_t comm, cudaStream_t s) {
+    mscclppResult_t r[4] = {
+        mscclppAllReduce(arSmallIn.data(), arSmallOut.data(), arSmall, mscclppFloat32, mscclppSum, comm, s),
+        mscclppAllGather(agSmallIn.data(), agSmallOut.data(), agSmall, mscclppFloat16, comm, s),
+        mscclppAllReduce(arLargeIn.data(), arLargeOut.data(), arLarge, mscclppBfloat16, mscclppMax, comm, s),
+        mscclppAllGather(agLargeIn.data(), agLargeOut.data(), agLarge, mscclppFloat32, comm, s),
+    };
+    for (mscclppResult_t x : r) {
+      if (x != mscclppSuccess) {
+        ++g.checks;
+        g.fail(std::string("enqueue: ") + mscclppGetErrorString(x));
+        return false;
+      }
+    }
+    return true;
+  }
+  void check(Group& g, int salt) {
+    const std::string at = " (salt " + std::to_string(salt) + ")";
+    compare(g, "allreduce float32 sum" + at, arSmallOut.download(g, "arSmall"), allReduceExpected<float>(arSmall, mscclppSum, salt));
+    compare(g, "allreduce bfloat16 max" + at, arLargeOut.download(g, "arLarge"),
+            allReduceExpected<__nv_bfloat16>(arLarge, mscclppMax, salt));
+    compare(g, "allgather float16" + at, agSmallOut.download(g, "agSmall"), allGatherExpected<__half>(agSmall, salt));
+    compare(g, "allgather float32" + at, agLargeOut.download(g, "agLarge"), allGatherExpected<float>(agLarge, salt));
+  }
+};
+
+void interleaved(mscclppCollComm_t comm, cudaStream_t s) {
+  Group g("allreduce and allgather interleaved on one stream, " + std::to_string(kInterleaveRounds) + " rounds");
+  Mix m;
+  m.upload(3);
+  for (int k = 0; k < kInterleaveRounds; ++k)
+    if (!m.enqueue(g, comm, s)) break;
+  CUDA(cudaStreamSynchronize(s));
+  m.check(g, 3);
+  g.finish();
+}
+
+void twoComms(mscclppCollComm_t a, mscclppCollComm_t b, cudaStream_t sa, cudaStream_t sb) {
+  Group g("two communicators at once on two streams");
+  Mix ma, mb;
+  ma.upload(1);
+  mb.upload(2);
+  for (int k = 0; k < 20; ++k) {
+    if (!ma.enqueue(g, a, sa) || !mb.enqueue(g, b, sb)) break;
+  }
+  CUDA(cudaStreamSynchronize(sa));
+  CUDA(cudaStreamSynchronize(sb));
+  ma.check(g, 1);
+  mb.check(g, 2);
+  g.finish();
+}
+
+void graph(mscclppCollComm_t comm, cudaStream_t s) {
+  Group g("CUDA graph of 4 collectives, captured once, replayed " + std::to_string(kGraphReplays) + " times");
+  Mix m;
+  cudaGraph_t graph;
+  CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const bool ok = m.enqueue(g, comm, s);
+  CUDA(cudaStreamEndCapture(s, &graph));
+  if (ok) {
+    cudaGraphExec_t exec;
+    CUDA(cudaGraphInstantiate(&exec, graph, nullptr, nullptr, 0));
+    for (int k = 0; k < kGraphReplays; ++k) {
+      m.upload(10 + k);
+      CUDA(cudaGraphLaunch(exec, s));
+      CUDA(cudaStreamSynchronize(s));
+      m.check(g, 10 + k);
+    }
+    CUDA(cudaGraphExecDestroy(exec));
+  }
+  CUDA(cudaGraphDestroy(graph));
+  g.finish();
+}
+
+// Refusals: bad arguments fail with mscclppInvalidArgument and queue nothing.
+void refusals(mscclppCollComm_t comm, cudaStream_t s) {
+  Group g("refusals");
+  Buffer<float> buf(64, 0);
+  struct Case {
+    const char* what;
+    mscclppResult_t got;
+  } cases[] = {
+      {"bad datatype", mscclppAllReduce(buf.data(), buf.data(), 4, static_cast<mscclppDataType_t>(0), mscclppSum, comm, s)},
+      {"bad op", mscclppAllReduce(buf.data(), buf.data(), 4, mscclppFloat32, static_cast<mscclppRedOp_t>(1), comm, s)},
+      {"NULL buffer", mscclppAllReduce(nullptr, buf.data(), 4, mscclppFloat32, mscclppSum, comm, s)},
+      {"misaligned float", mscclppAllReduce(reinterpret_cast<char*>(buf.data()) + 2, buf.data(), 4, mscclppFloat32, mscclppSum, comm, s)},
+      {"overlapping buffers", mscclppAllReduce(buf.data(), buf.data() + 1, 8, mscclppFloat32, mscclppSum, comm, s)},
+      {"allgather send inside recv, not at its part", mscclppAllGather(buf.data() + 1, buf.data(), 2, mscclppFloat32, comm, s)},
+      {"NULL communicator", mscclppAllReduce(buf.data(), buf.data(), 4, mscclppFloat32, mscclppSum, nullptr, s)},
+  };
+  for (const Case& c : cases) {
+    ++g.checks;
+    if (c.got == mscclppSuccess) g.fail(std::string(c.what) + " was accepted");
+  }
+  ++g.checks;
+  if (mscclppAllReduce(nullptr, nullptr, 0, mscclppFloat32, mscclppSum, comm, s) != mscclppSuccess) g.fail("count 0 was refused");
+  CUDA(cudaStreamSynchronize(s));
+  g.finish();
+}
+
+struct Comm {
+  mscclppBootstrap_t bootstrap = nullptr;
+  mscclppContext_t context = nullptr;
+  mscclppCommunicator_t communicator = nullptr;
+  mscclppCollComm_t coll = nullptr;
+  Comm() {
+    mscclppUniqueId id;
+    if (g_rank == 0) MSCCLPP(mscclppBootstrapCreateUniqueId(&id));
+    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+    MSCCLPP(mscclppBootstrapCreateFromId(&bootstrap, g_rank, g_nranks, id));
+    MSCCLPP(mscclppContextCreate(&context));
+    MSCCLPP(mscclppCommunicatorCreate(bootstrap, context, &communicator));
+    MSCCLPP(mscclppCollCommCreate(communicator, -1, &coll));
+  }
+  ~Comm() {
+    MSCCLPP(mscclppCollCommDestroy(coll));
+    MSCCLPP(mscclppCommunicatorDestroy(communicator));
+    MSCCLPP(mscclppContextDestroy(context));
+    MSCCLPP(mscclppBootstrapDestroy(bootstrap));
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
+  const bool big = !(argc > 1 && std::strcmp(argv[1], "quick") == 0);
+  g_verbose = std::getenv("COLLECTIVES_VERBOSE") != nullptr;
+  int devices = 0;
+  CUDA(cudaGetDeviceCount(&devices));
+  CUDA(cudaSetDevice(g_rank % devices));
+  CUDA(cudaFree(nullptr));
+  if (g_rank == 0) {
+    const char* ar = std::getenv("MSCCLPP_ALLREDUCE_ALGO");
+    const char* ag = std::getenv("MSCCLPP_ALLGATHER_ALGO");
+    std::printf("collectives: %d ranks, allreduce algo %s, allgather algo %s\n", g_nranks, ar ? ar : "auto", ag ? ag : "auto");
+  }
+  {
+    Comm c1;
+    cudaStream_t s, s2;
+    CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    refusals(c1.coll, s);
+    allReduceSweep<float>(c1.coll, s, big);
+    allReduceSweep<__half>(c1.coll, s, false);
+    allReduceSweep<__nv_bfloat16>(c1.coll, s, big);
+    allReduceSweep<int32_t>(c1.coll, s, false);
+    allReduceSweep<uint32_t>(c1.coll, s, false);
+    allReduceSweep<double>(c1.coll, s, false);
+    allGatherSweep<float>(c1.coll, s, big);
+    allGatherSweep<__half>(c1.coll, s, false);
+    allGatherSweep<double>(c1.coll, s, false);
+    chain(c1.coll, s, 1000);
+    chain(c1.coll, s, 300001);
+    interleaved(c1.coll, s);
+    {
+      Comm c2;
+      twoComms(c1.coll, c2.coll, s, s2);
+    }
+    graph(c1.coll, s);
+    CUDA(cudaStreamDestroy(s));
+    CUDA(cudaStreamDestroy(s2));
+  }
+  if (g_rank == 0) std::printf("collectives: %d passed, %d failed\n", g_passed, g_failed);
+  const int failed = g_failed;
+  MPI_Finalize();
+  return failed ? 1 : 0;
+}
