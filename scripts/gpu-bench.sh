@@ -25,12 +25,16 @@ for src in examples/mpi/bench_*/main.cu; do
 	echo "==== $name ($np ranks) $(date -u +%FT%TZ)"
 	timeout --kill-after=10 500 $mpirun -np "$np" "$build/gpu-bench/$name" "$@" || status=1
 done
-# The collective benchmark (a Go program built by `make tools`), when present.
+# The collective benchmark (a Go program built by `make tools`), when present: the library's
+# collectives next to NCCL's, with direct calls and with CUDA graphs.
 if [ -x "$build/bin/mscclpp-bench" ]; then
 	for coll in allreduce allgather; do
-		echo "==== mscclpp-bench -op $coll ($np ranks) $(date -u +%FT%TZ)"
-		timeout --kill-after=10 300 $mpirun -np "$np" "$build/bin/mscclpp-bench" -op "$coll" -b 8 -e 1G -f 4 \
-			--json "$build/gpu-bench/$coll.json" || status=1
+		for graph in 0 1; do
+			echo "==== mscclpp-bench -op $coll --compare-nccl -G $graph ($np ranks) $(date -u +%FT%TZ)"
+			timeout --kill-after=10 300 $mpirun -np "$np" \
+				"$build/bin/mscclpp-bench" -op "$coll" -b 8 -e 1G -f 4 --compare-nccl -G "$graph" \
+				--json "$build/gpu-bench/$coll-G$graph.json" --plot "$build/gpu-bench/$coll-G$graph.png" || status=1
+		done
 	done
 fi
 exit $status

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"flag"
 	"io"
 	"os"
@@ -10,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/mscclpp-go/mscclpp/internal/config"
 )
@@ -23,14 +25,13 @@ func TestParseSize(t *testing.T) {
 		{"1G", 1 << 30}, {"4g", 4 << 30}, {" 2K ", 2048},
 	} {
 		got, err := parseSize(c.in)
-		if err != nil || got != c.want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", c.in, got, err, c.want)
+		if assert.NoError(t, err, c.in) {
+			assert.Equal(t, c.want, got, c.in)
 		}
 	}
 	for _, bad := range []string{"", "K", "1T", "-1", "1.5M", "abc", "99999999999G"} {
-		if _, err := parseSize(bad); err == nil {
-			t.Errorf("parseSize(%q) succeeded", bad)
-		}
+		_, err := parseSize(bad)
+		assert.Error(t, err, bad)
 	}
 }
 
@@ -51,62 +52,122 @@ func TestSweep(t *testing.T) {
 		{"zero min starts at 1", 0, 4, 2, 1, []int64{1, 2, 4}},
 		{"bad factor", 8, 128, 1, 1, nil},
 	} {
-		got := sweep(c.lo, c.hi, c.factor, c.align)
-		if !equalInts(got, c.want) {
-			t.Errorf("%s: sweep(%d, %d, %d, %d) = %v; want %v", c.name, c.lo, c.hi, c.factor, c.align, got, c.want)
-		}
+		assert.Equal(t, c.want, sweep(c.lo, c.hi, c.factor, c.align), c.name)
 	}
-	if n := len(sweep(8, 1<<40, 2, 4)); n != 38 {
-		t.Errorf("8 B .. 1 TiB by 2: %d sizes, want 38", n)
-	}
+	assert.Len(t, sweep(8, 1<<40, 2, 4), 38, "8 B .. 1 TiB by 2")
+	assert.Len(t, sweep(8, 1<<30, 2, 4), 28, "8 B .. 1 GiB by 2, the GPU host's sweep")
 }
 
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func TestOptions(t *testing.T) {
+func TestOptionDefaults(t *testing.T) {
 	o, err := parseOptions(nil, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.minBytes != 8 || o.maxBytes != 128<<20 || o.factor != 2 || o.warmup != 5 || o.iters != 20 ||
-		!o.check || o.dtype.name != "float" || o.op.name != "sum" || o.collective != "allreduce" || !o.compareNCCL {
-		t.Errorf("defaults: %+v", o)
-	}
-	o, err = parseOptions([]string{"-b", "1K", "-e", "1G", "-f", "4", "-d", "bfloat16", "-o", "max",
-		"-op", "allgather", "--json", "x.json", "--plot", "x.png", "-c", "0", "--compare-nccl"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.minBytes != 1024 || o.maxBytes != 1<<30 || o.factor != 4 || o.dtype.nccl != ncclBfloat16 ||
-		o.op.nccl != ncclMax || o.collective != "allgather" || o.jsonFile != "x.json" || o.plotFile != "x.png" || o.check {
-		t.Errorf("parsed: %+v", o)
-	}
-	for _, bad := range [][]string{{"-G", "1"}, {"-d", "int8"}, {"-o", "prod"}, {"-op", "alltoall"},
-		{"-f", "1"}, {"-b", "2M", "-e", "1M"}, {"-n", "0"}, {"-c", "2"}, {"extra"}} {
-		if _, err := parseOptions(bad, io.Discard); err == nil {
-			t.Errorf("%v accepted", bad)
+	require.NoError(t, err)
+	assert.Equal(t, int64(8), o.minBytes)
+	assert.Equal(t, int64(128<<20), o.maxBytes)
+	assert.Equal(t, 2, o.factor)
+	assert.Equal(t, 5, o.warmup)
+	assert.Equal(t, 20, o.iters)
+	assert.True(t, o.check)
+	assert.Equal(t, "float", o.dtype.name)
+	assert.Equal(t, "sum", o.op.name)
+	assert.Equal(t, "allreduce", o.collective)
+	assert.Equal(t, []string{implMscclpp}, o.impls, "ours alone by default")
+	assert.False(t, o.compare())
+	assert.False(t, o.uses(implNCCL), "NCCL is not loaded by default")
+	assert.Zero(t, o.graph)
+}
+
+func TestOptionsParsed(t *testing.T) {
+	o, err := parseOptions([]string{"-b", "1K", "-e", "1G", "-f", "4", "-d", "bfloat16", "-o", "max",
+		"-op", "allgather", "--json", "x.json", "--plot", "x.png", "-c", "0", "--compare-nccl", "-G", "3"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1024), o.minBytes)
+	assert.Equal(t, int64(1<<30), o.maxBytes)
+	assert.Equal(t, 4, o.factor)
+	assert.Equal(t, ncclBfloat16, o.dtype.nccl)
+	assert.Equal(t, ncclMax, o.op.nccl)
+	assert.Equal(t, "allgather", o.collective)
+	assert.Equal(t, "x.json", o.jsonFile)
+	assert.Equal(t, "x.png", o.plotFile)
+	assert.False(t, o.check)
+	assert.Equal(t, []string{implMscclpp, implNCCL}, o.impls)
+	assert.True(t, o.compare())
+	assert.Equal(t, 3, o.graph)
+}
+
+func TestOptionsImplAndGraph(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		impls []string
+		graph int
+		err   string // a part of the error; "" for none
+	}{
+		{args: nil, impls: []string{"mscclpp"}},
+		{args: []string{"-G", "0"}, impls: []string{"mscclpp"}},
+		{args: []string{"-G", "1"}, impls: []string{"mscclpp"}, graph: 1},
+		{args: []string{"-G", "10", "--compare-nccl"}, impls: []string{"mscclpp", "nccl"}, graph: 10},
+		{args: []string{"--compare-nccl", "-G", "0"}, impls: []string{"mscclpp", "nccl"}},
+		{args: []string{"-compare-nccl"}, impls: []string{"mscclpp", "nccl"}},
+		{args: []string{"--nccl-only"}, impls: []string{"nccl"}},
+		{args: []string{"-impl", "nccl"}, impls: []string{"nccl"}},
+		{args: []string{"-impl", "nccl", "--nccl-only", "-G", "1"}, impls: []string{"nccl"}, graph: 1},
+		{args: []string{"-impl", "mscclpp"}, impls: []string{"mscclpp"}},
+		{args: []string{"-G", "-1"}, err: "-G -1"},
+		{args: []string{"-G", "x"}, err: "invalid value"},
+		{args: []string{"-impl", "rccl"}, err: `-impl "rccl"`},
+		{args: []string{"-impl", "mscclpp", "--nccl-only"}, err: "contradicts"},
+		{args: []string{"--compare-nccl", "--nccl-only"}, err: "--compare-nccl"},
+		{args: []string{"--compare-nccl", "-impl", "nccl"}, err: "--compare-nccl"},
+	} {
+		name := strings.Join(c.args, " ")
+		o, err := parseOptions(c.args, io.Discard)
+		if c.err != "" {
+			if assert.Error(t, err, name) {
+				assert.Contains(t, err.Error(), c.err, name)
+			}
+			continue
+		}
+		if assert.NoError(t, err, name) {
+			assert.Equal(t, c.impls, o.impls, name)
+			assert.Equal(t, c.graph, o.graph, name)
 		}
 	}
-	if _, err := parseOptions([]string{"-G", "1"}, io.Discard); err == nil || !strings.Contains(err.Error(), "not supported") {
-		t.Errorf("-G: %v", err)
+}
+
+func TestOptionsRefused(t *testing.T) {
+	for _, bad := range [][]string{{"-d", "int8"}, {"-o", "prod"}, {"-op", "alltoall"},
+		{"-f", "1"}, {"-b", "2M", "-e", "1M"}, {"-n", "0"}, {"-w", "-1"}, {"-c", "2"}, {"extra"}} {
+		_, err := parseOptions(bad, io.Discard)
+		assert.Error(t, err, "%v", bad)
 	}
+}
+
+func TestHelp(t *testing.T) {
 	var help bytes.Buffer
-	if _, err := parseOptions([]string{"--help"}, &help); !errors.Is(err, flag.ErrHelp) {
-		t.Errorf("--help: %v", err)
+	_, err := parseOptions([]string{"--help"}, &help)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	for _, want := range []string{"compare-nccl", "nccl-only", "-impl", "-G", "CUDA graph", "NCCL_NVLS_ENABLE",
+		"MSCCLPP_ALLREDUCE_ALGO", "n*N"} {
+		assert.Contains(t, help.String(), want)
 	}
-	if !strings.Contains(help.String(), notImplementedLine) || !strings.Contains(help.String(), "NCCL_NVLS_ENABLE") {
-		t.Errorf("--help does not say NCCL only / NVLS:\n%s", help.String())
+	assert.NotContains(t, help.String(), "NCCL only")
+}
+
+func TestDataTypesMatchCollectives(t *testing.T) {
+	for _, d := range dataTypes {
+		assert.True(t, d.coll.Valid(), d.name)
+		assert.Equal(t, int(d.nccl), int(d.coll), "%s: NCCL's and the library's values differ", d.name)
+		assert.Equal(t, d.size, d.coll.Size(), d.name)
 	}
+	for _, op := range redOps {
+		assert.True(t, op.coll.Valid(), op.name)
+		assert.Equal(t, int(op.nccl), int(op.coll), op.name)
+		assert.Equal(t, op.name, op.coll.String())
+	}
+}
+
+func TestImplNames(t *testing.T) {
+	assert.Equal(t, "mscclpp", mscclppImpl{}.name())
+	assert.Equal(t, "nccl", ncclImpl{}.name())
 }
 
 func TestBusBandwidth(t *testing.T) {
@@ -126,36 +187,248 @@ func TestBusBandwidth(t *testing.T) {
 		{"allgather", 2, 1e9, 0, 0, 0},
 	} {
 		a, b := bandwidths(c.coll, c.n, c.size, c.us)
-		if !near(a, c.algbw) || !near(b, c.busbw) {
-			t.Errorf("%s n=%d size=%d t=%gus: algbw %g busbw %g; want %g %g", c.coll, c.n, c.size, c.us, a, b, c.algbw, c.busbw)
-		}
+		assert.InDelta(t, c.algbw, a, 1e-12, "%s n=%d size=%d t=%gus algbw", c.coll, c.n, c.size, c.us)
+		assert.InDelta(t, c.busbw, b, 1e-12, "%s n=%d size=%d t=%gus busbw", c.coll, c.n, c.size, c.us)
 	}
 }
 
-func near(a, b float64) bool { d := a - b; return d < 1e-12 && d > -1e-12 }
-
 func TestFormatRow(t *testing.T) {
-	out := row{Size: 8, Count: 2, Datatype: "float", Op: "sum", TimeUs: 20.41, AlgBW: 0.0004, BusBW: 0.0004, Wrong: 0}
-	in := out
-	in.TimeUs, in.InPlace = 19.97, true
-	want := "           8             2     float     sum      -1    20.41    0.00    0.00      0    19.97    0.00    0.00      0"
-	if got := formatRow(out, in); got != want {
-		t.Errorf("formatRow:\n got %q\nwant %q", got, want)
+	small := row{Size: 8, Count: 2, Datatype: "float", Op: "sum", TimeUs: 20.41, AlgBW: 0.0004, BusBW: 0.0004, Wrong: 0}
+	smallIn := small
+	smallIn.TimeUs, smallIn.InPlace = 19.97, true
+	big := row{Size: 134217728, Count: 33554432, Datatype: "bfloat16", Op: "none", TimeUs: 12345.6, AlgBW: 10.87, BusBW: 5.436, Wrong: -1}
+	bigIn := big
+	bigIn.TimeUs, bigIn.Wrong = 456.78, 3
+	for _, c := range []struct {
+		out, in row
+		want    string
+	}{
+		{small, smallIn, "           8             2     float     sum      -1    20.41    0.00    0.00      0    19.97    0.00    0.00      0"},
+		{big, bigIn, "   134217728      33554432  bfloat16    none      -1    12346   10.87    5.44    N/A    456.8   10.87    5.44      3"},
+	} {
+		got := formatRow(c.out, c.in)
+		assert.Equal(t, c.want, got)
+		assertAligned(t, tableHeader, got)
 	}
-	out = row{Size: 134217728, Count: 33554432, Datatype: "bfloat16", Op: "none", TimeUs: 12345.6, AlgBW: 10.87, BusBW: 5.436, Wrong: -1}
-	in = out
-	in.TimeUs, in.Wrong = 456.78, 3
-	want = "   134217728      33554432  bfloat16    none      -1    12346   10.87    5.44    N/A    456.8   10.87    5.44      3"
-	if got := formatRow(out, in); got != want {
-		t.Errorf("formatRow:\n got %q\nwant %q", got, want)
+	assert.Equal(t, 3.0, avgBusBW([]row{{BusBW: 1}, {BusBW: 2}, {BusBW: 6}}))
+}
+
+func TestFormatCompareRow(t *testing.T) {
+	mk := func(impl string, size int64, us, algbw, busbw float64, wrong int64, inPlace bool) row {
+		return row{Impl: impl, Size: size, Count: size / 4, Datatype: "float", Op: "sum", Ranks: 2,
+			TimeUs: us, AlgBW: algbw, BusBW: busbw, Wrong: wrong, InPlace: inPlace}
 	}
-	// The columns line up with the header's.
-	hdr := strings.Split(tableHeader, "\n")[1]
-	if len(strings.TrimRight(hdr, " ")) != len(want) {
-		t.Errorf("header is %d wide, rows %d", len(strings.TrimRight(hdr, " ")), len(want))
+	for _, c := range []struct {
+		name       string
+		ours, nccl [2]row
+		want       string
+	}{
+		{
+			name: "small, we are faster",
+			ours: [2]row{mk("mscclpp", 8, 5.12, 0.0016, 0.0016, 0, false), mk("mscclpp", 8, 4.9, 0.0016, 0.0016, 0, true)},
+			nccl: [2]row{mk("nccl", 8, 6.35, 0.0013, 0.0013, 0, false), mk("nccl", 8, 6.21, 0.0013, 0.0013, 0, true)},
+			want: "           8             2     float     sum      -1" +
+				"     5.12    6.35   0.81     0.00    0.00     0.00    0.00        0       0" +
+				"     4.90    6.21   0.79     0.00    0.00     0.00    0.00        0       0",
+		},
+		{
+			name: "1 GiB, wrong results and an unchecked run",
+			ours: [2]row{mk("mscclpp", 1<<30, 3412.5, 314.65, 314.65, 12, false), mk("mscclpp", 1<<30, 3500, 306.78, 306.78, -1, true)},
+			nccl: [2]row{mk("nccl", 1<<30, 3394.1, 316.36, 316.36, 0, false), mk("nccl", 1<<30, 12345.6, 86.97, 86.97, -1, true)},
+			want: "  1073741824     268435456     float     sum      -1" +
+				"   3412.5  3394.1   1.01   314.65  316.36   314.65  316.36       12       0" +
+				"   3500.0   12346   0.28   306.78   86.97   306.78   86.97      N/A     N/A",
+		},
+		{
+			name: "no NCCL time",
+			ours: [2]row{mk("mscclpp", 1024, 7, 0.15, 0.15, 0, false), mk("mscclpp", 1024, 7, 0.15, 0.15, 0, true)},
+			nccl: [2]row{mk("nccl", 1024, 0, 0, 0, 0, false), mk("nccl", 1024, 0, 0, 0, 0, true)},
+			want: "        1024           256     float     sum      -1" +
+				"     7.00    0.00    N/A     0.15    0.00     0.15    0.00        0       0" +
+				"     7.00    0.00    N/A     0.15    0.00     0.15    0.00        0       0",
+		},
+	} {
+		got := formatCompareRow(c.ours, c.nccl)
+		assert.Equal(t, c.want, got, c.name)
+		assertAligned(t, compareHeader, got)
 	}
-	if got := avgBusBW([]row{{BusBW: 1}, {BusBW: 2}, {BusBW: 6}}); got != 3 {
-		t.Errorf("avgBusBW = %g", got)
+}
+
+func TestCompareHeader(t *testing.T) {
+	lines := strings.Split(compareHeader, "\n")
+	require.Len(t, lines, 3)
+	for _, l := range lines {
+		assert.True(t, strings.HasPrefix(l, "#"), l)
+	}
+	assert.Contains(t, lines[0], "out-of-place")
+	assert.Contains(t, lines[0], "in-place")
+	assert.Less(t, strings.Index(lines[0], "out-of-place"), strings.Index(lines[0], "in-place"))
+	for _, w := range []string{"size", "count", "type", "redop", "root"} {
+		assert.Equal(t, 1, strings.Count(lines[1], w), "%q in %q", w, lines[1])
+	}
+	for _, w := range []string{"time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"} {
+		assert.Equal(t, 2, strings.Count(lines[1], w), "%q in %q", w, lines[1])
+	}
+	assert.Equal(t, 8, strings.Count(lines[2], "mscclpp"))
+	assert.Equal(t, 8, strings.Count(lines[2], "nccl"))
+	assert.Equal(t, 2, strings.Count(lines[2], "ratio"))
+}
+
+// assertAligned checks that every column label in the last line of header ends where a field
+// of row ends, and that the header is no wider than the row: labels are right-aligned over their
+// columns, as in nccl-tests.
+func assertAligned(t *testing.T, header, row string) {
+	t.Helper()
+	lines := strings.Split(header, "\n")
+	last := lines[len(lines)-1]
+	assert.LessOrEqual(t, len(strings.TrimRight(last, " ")), len(row), "header wider than the row")
+	ends := map[int]bool{}
+	for i := 0; i < len(row); i++ {
+		if row[i] != ' ' && (i+1 == len(row) || row[i+1] == ' ') {
+			ends[i] = true
+		}
+	}
+	// The header's last line: "#", the units of size and count, then a label or unit per column.
+	fields := strings.Fields(last[1:])
+	pos := 1
+	for _, f := range fields {
+		i := strings.Index(last[pos:], f) + pos
+		end := i + len(f) - 1
+		pos = end + 1
+		assert.True(t, ends[end], "%q ends at %d, no field of the row does:\n%s\n%s", f, end, last, row)
+	}
+}
+
+func TestRatioText(t *testing.T) {
+	for _, c := range []struct {
+		ours, theirs float64
+		want         string
+	}{
+		{5, 10, "0.50"}, {10, 5, "2.00"}, {3412.5, 3394.1, "1.01"}, {1, 0, "N/A"}, {0, 1, "N/A"}, {-1, 1, "N/A"},
+	} {
+		assert.Equal(t, c.want, ratioText(c.ours, c.theirs), "%g/%g", c.ours, c.theirs)
+	}
+}
+
+func sampleRows(impls ...string) []row {
+	var rows []row
+	for i, size := range []int64{8, 1024, 1 << 20, 1 << 27} {
+		for _, inPlace := range []bool{false, true} {
+			for k, impl := range impls {
+				us := (10 + float64(i*i)*300) * float64(k+1) // nccl twice as slow as mscclpp
+				a, b := bandwidths("allreduce", 2, size, us)
+				rows = append(rows, row{Impl: impl, Collective: "allreduce", Datatype: "float", Op: "sum", Ranks: 2,
+					Size: size, Count: size / 4, TimeUs: us, AlgBW: a, BusBW: b, Wrong: 0, InPlace: inPlace, Graph: 1})
+			}
+		}
+	}
+	return rows
+}
+
+func TestSummaryLines(t *testing.T) {
+	one := &options{check: true, impls: []string{implMscclpp}}
+	rows := []row{{Impl: "mscclpp", BusBW: 1, Wrong: 0}, {Impl: "mscclpp", BusBW: 3, Wrong: 2, InPlace: true}}
+	assert.Equal(t, []string{"# Errors with wrong results: 2 FAILED", "# Avg bus bandwidth    : 2 "}, summaryLines(one, rows))
+	one.check = false
+	assert.Equal(t, []string{"# Avg bus bandwidth    : 2 "}, summaryLines(one, rows))
+
+	both := &options{check: true, impls: []string{implMscclpp, implNCCL}}
+	rows = []row{
+		{Impl: "mscclpp", Size: 8, TimeUs: 5, BusBW: 1, Wrong: 0},
+		{Impl: "nccl", Size: 8, TimeUs: 10, BusBW: 0.5, Wrong: 0},
+		{Impl: "mscclpp", Size: 8, TimeUs: 20, BusBW: 3, Wrong: 0, InPlace: true},
+		{Impl: "nccl", Size: 8, TimeUs: 10, BusBW: 6, Wrong: 1, InPlace: true},
+	}
+	assert.Equal(t, []string{
+		"# Errors with wrong results: 1 FAILED (mscclpp 0, nccl 1)",
+		"# Avg bus bandwidth (mscclpp): 2 ",
+		"# Avg bus bandwidth (nccl)   : 3.25 ",
+		"# Time ratio mscclpp/nccl: geometric mean 1.000 over 2 sizes x placements (out-of-place 0.500, in-place 2.000)",
+	}, summaryLines(both, rows))
+}
+
+func TestMeanRatio(t *testing.T) {
+	rows := sampleRows(implMscclpp, implNCCL)
+	m, n := meanRatio(rows, nil)
+	assert.InDelta(t, 0.5, m, 1e-12)
+	assert.Equal(t, 8, n)
+	m, n = meanRatio(rows, new(true))
+	assert.InDelta(t, 0.5, m, 1e-12)
+	assert.Equal(t, 4, n)
+	m, n = meanRatio(sampleRows(implMscclpp), nil)
+	assert.Zero(t, m)
+	assert.Zero(t, n)
+}
+
+func TestAlgoText(t *testing.T) {
+	reset := func() { config.AllReduceAlgo.Reset(); config.AllGatherAlgo.Reset() }
+	t.Cleanup(reset)
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"unset", nil, "algorithms chosen by size and rank count (MSCCLPP_ALLREDUCE_ALGO, MSCCLPP_ALLGATHER_ALGO unset)"},
+		{"empty", map[string]string{"MSCCLPP_ALLREDUCE_ALGO": ""},
+			"algorithms chosen by size and rank count (MSCCLPP_ALLREDUCE_ALGO, MSCCLPP_ALLGATHER_ALGO unset)"},
+		{"allreduce", map[string]string{"MSCCLPP_ALLREDUCE_ALGO": "RSAG"}, "algorithm selection MSCCLPP_ALLREDUCE_ALGO=rsag"},
+		{"both", map[string]string{"MSCCLPP_ALLREDUCE_ALGO": "packet", "MSCCLPP_ALLGATHER_ALGO": "put"},
+			"algorithm selection MSCCLPP_ALLREDUCE_ALGO=packet, MSCCLPP_ALLGATHER_ALGO=put"},
+		{"malformed", map[string]string{"MSCCLPP_ALLGATHER_ALGO": "ring"},
+			`algorithm selection MSCCLPP_ALLGATHER_ALGO="ring" ignored (malformed), auto in effect`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, name := range []string{"MSCCLPP_ALLREDUCE_ALGO", "MSCCLPP_ALLGATHER_ALGO"} {
+				t.Setenv(name, "")
+				os.Unsetenv(name)
+			}
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			reset()
+			assert.Equal(t, c.want, algoText(os.LookupEnv, config.AllReduceAlgo, config.AllGatherAlgo))
+		})
+	}
+}
+
+func TestHeaderLines(t *testing.T) {
+	t.Setenv("MSCCLPP_ALLREDUCE_ALGO", "rsag")
+	config.AllReduceAlgo.Reset()
+	t.Cleanup(config.AllReduceAlgo.Reset)
+	devs := []string{"#  Rank  0 Pid      1 on       host device  0 [0000:01:00.0] GPU"}
+	for _, c := range []struct {
+		name     string
+		opts     *options
+		want     []string
+		dontWant []string
+	}{
+		{
+			name:     "ours",
+			opts:     &options{collective: "allreduce", impls: []string{implMscclpp}, iters: 20},
+			want:     []string{"# mscclpp: this library's collectives", "MSCCLPP_ALLREDUCE_ALGO=rsag", "graph: 0", "time: wall clock around the timed iterations", tableHeader},
+			dontWant: []string{"# nccl:", "ratio ="},
+		},
+		{
+			name:     "compare, graph",
+			opts:     &options{collective: "allreduce", impls: []string{implMscclpp, implNCCL}, iters: 20, graph: 1},
+			want:     []string{"# mscclpp:", "# nccl: NCCL 2.28.3", "ratio = mscclpp time / nccl time", "graph: 1", "1 launches of a CUDA graph of 20 captured calls", compareHeader},
+			dontWant: []string{tableHeader},
+		},
+		{
+			name:     "nccl only",
+			opts:     &options{collective: "allgather", impls: []string{implNCCL}, iters: 5},
+			want:     []string{"# nccl: NCCL 2.28.3", tableHeader},
+			dontWant: []string{"# mscclpp:", "MSCCLPP_ALLREDUCE_ALGO", "ratio ="},
+		},
+	} {
+		b := &bench{o: c.opts, nranks: 2, ncclVersion: 22803}
+		text := strings.Join(b.headerLines(devs), "\n")
+		for _, w := range append(c.want, devs[0]) {
+			assert.Contains(t, text, w, c.name)
+		}
+		for _, w := range c.dontWant {
+			assert.NotContains(t, text, w, c.name)
+		}
 	}
 }
 
@@ -190,40 +463,26 @@ func TestExpectedResults(t *testing.T) {
 				inputs[r] = make([]byte, count*d.size)
 				fillInput(d, inputs[r], r, count)
 				for i := range count {
-					if got := decode(d, inputs[r], i); got != inputValue(r, i) {
-						t.Fatalf("%s: rank %d element %d round-trips to %g, want %g", d.name, r, i, got, inputValue(r, i))
-					}
+					require.Equal(t, inputValue(r, i), decode(d, inputs[r], i), "%s: rank %d element %d round trip", d.name, r, i)
 				}
 			}
 			for _, op := range redOps {
 				got := reduceOnHost(d, op, inputs, count)
 				want := func(i int) float64 { return expectedAllReduce(op, n, i) }
-				if w := countWrong(d, got, count, want); w != 0 {
-					t.Errorf("%s %s n=%d: %d wrong", d.name, op.name, n, w)
-				}
+				assert.Zero(t, countWrong(d, got, count, want), "%s %s n=%d", d.name, op.name, n)
 				encode(d, got, 5, want(5)+1)
-				if w := countWrong(d, got, count, want); w != 1 {
-					t.Errorf("%s %s n=%d: one corrupted element counted as %d wrong", d.name, op.name, n, w)
-				}
+				assert.Equal(t, int64(1), countWrong(d, got, count, want), "%s %s n=%d: one corrupted element", d.name, op.name, n)
 			}
 			gathered := bytes.Join(inputs, nil)
 			want := func(i int) float64 { return expectedAllGather(count, i) }
-			if w := countWrong(d, gathered, count*n, want); w != 0 {
-				t.Errorf("%s allgather n=%d: %d wrong", d.name, n, w)
-			}
+			assert.Zero(t, countWrong(d, gathered, count*n, want), "%s allgather n=%d", d.name, n)
 		}
 	}
 	// Spot values of the expectation itself.
-	sum := redOps[0]
-	if got := expectedAllReduce(sum, 2, 0); got != inputValue(0, 0)+inputValue(1, 0) || got != 1+4 {
-		t.Errorf("sum of element 0 over 2 ranks = %g, want 5", got)
-	}
-	if got := expectedAllReduce(redOp{"min", ncclMin}, 3, 8); got != 1 { // 9, 1 (rank 1: 11%11+1), 4
-		t.Errorf("min = %g, want 1", got)
-	}
-	if got := expectedAllReduce(redOp{"max", ncclMax}, 3, 8); got != 9 {
-		t.Errorf("max = %g, want 9", got)
-	}
+	sum, minOp, maxOp := redOps[0], redOps[1], redOps[2]
+	assert.Equal(t, 5.0, expectedAllReduce(sum, 2, 0))   // 1 + 4
+	assert.Equal(t, 1.0, expectedAllReduce(minOp, 3, 8)) // 9, 1 (rank 1: 11%11+1), 4
+	assert.Equal(t, 9.0, expectedAllReduce(maxOp, 3, 8))
 }
 
 func TestHalfAndBfloat16(t *testing.T) {
@@ -234,12 +493,8 @@ func TestHalfAndBfloat16(t *testing.T) {
 		{0, 0x0000}, {1, 0x3c00}, {-2, 0xc000}, {0.5, 0x3800}, {11, 0x4980}, {65504, 0x7bff},
 		{1.0 / (1 << 24), 0x0001}, {1.0 / (1 << 14), 0x0400}, {2048, 0x6800},
 	} {
-		if got := float32ToHalf(c.f); got != c.h {
-			t.Errorf("float32ToHalf(%g) = %#04x, want %#04x", c.f, got, c.h)
-		}
-		if got := halfToFloat32(c.h); got != c.f {
-			t.Errorf("halfToFloat32(%#04x) = %g, want %g", c.h, got, c.f)
-		}
+		assert.Equal(t, c.h, float32ToHalf(c.f), "float32ToHalf(%g)", c.f)
+		assert.Equal(t, c.f, halfToFloat32(c.h), "halfToFloat32(%#04x)", c.h)
 	}
 	for _, c := range []struct {
 		f float32
@@ -252,105 +507,67 @@ func TestHalfAndBfloat16(t *testing.T) {
 		{1.5 / (1 << 24), 0x0002}, // tie: to even (2 * 2^-24)
 		{1e-10, 0x0000},           // underflow
 	} {
-		if got := float32ToHalf(c.f); got != c.h {
-			t.Errorf("float32ToHalf(%g) = %#04x, want %#04x", c.f, got, c.h)
-		}
+		assert.Equal(t, c.h, float32ToHalf(c.f), "float32ToHalf(%g)", c.f)
 	}
 	for _, c := range []struct {
 		f float32
 		b uint16
 	}{{0, 0}, {1, 0x3f80}, {-2, 0xc000}, {11, 0x4130}, {256, 0x4380}} {
-		if got := float32ToBfloat16(c.f); got != c.b {
-			t.Errorf("float32ToBfloat16(%g) = %#04x, want %#04x", c.f, got, c.b)
-		}
-		if got := bfloat16ToFloat32(c.b); got != c.f {
-			t.Errorf("bfloat16ToFloat32(%#04x) = %g, want %g", c.b, got, c.f)
-		}
+		assert.Equal(t, c.b, float32ToBfloat16(c.f), "float32ToBfloat16(%g)", c.f)
+		assert.Equal(t, c.f, bfloat16ToFloat32(c.b), "bfloat16ToFloat32(%#04x)", c.b)
 	}
-	if got := float32ToBfloat16(257); got != 0x4380 { // tie: to even (256)
-		t.Errorf("float32ToBfloat16(257) = %#04x, want 0x4380", got)
-	}
-	if got := float32ToBfloat16(259); got != 0x4382 { // tie: to even (260)
-		t.Errorf("float32ToBfloat16(259) = %#04x, want 0x4382", got)
-	}
+	assert.Equal(t, uint16(0x4380), float32ToBfloat16(257)) // tie: to even (256)
+	assert.Equal(t, uint16(0x4382), float32ToBfloat16(259)) // tie: to even (260)
 	// Every small integer the inputs and sums use is exact in both.
 	for v := float32(0); v <= 256; v++ {
-		if halfToFloat32(float32ToHalf(v)) != v || bfloat16ToFloat32(float32ToBfloat16(v)) != v {
-			t.Fatalf("%g does not round-trip", v)
-		}
+		require.Equal(t, v, halfToFloat32(float32ToHalf(v)))
+		require.Equal(t, v, bfloat16ToFloat32(float32ToBfloat16(v)))
 	}
-}
-
-func sampleRows() []row {
-	var rows []row
-	for i, size := range []int64{8, 1024, 1 << 20, 1 << 27} {
-		for _, inPlace := range []bool{false, true} {
-			us := 10 + float64(i*i)*300
-			a, b := bandwidths("allreduce", 2, size, us)
-			rows = append(rows, row{Impl: "nccl", Collective: "allreduce", Datatype: "float", Op: "sum", Ranks: 2,
-				Size: size, Count: size / 4, TimeUs: us, AlgBW: a, BusBW: b, Wrong: 0, InPlace: inPlace})
-		}
-	}
-	return rows
 }
 
 func TestJSONRoundTrip(t *testing.T) {
-	rows := sampleRows()
+	rows := sampleRows(implMscclpp, implNCCL)
 	rows[3].Wrong = -1
 	var buf bytes.Buffer
-	if err := writeJSON(&buf, rows); err != nil {
-		t.Fatal(err)
-	}
-	for _, key := range []string{`"impl": "nccl"`, `"time_us"`, `"in_place": true`, `"busbw"`, notImplementedLine} {
-		if !strings.Contains(buf.String(), key) {
-			t.Errorf("JSON lacks %s:\n%s", key, buf.String())
-		}
+	require.NoError(t, writeJSON(&buf, rows))
+	for _, key := range []string{`"impl": "mscclpp"`, `"impl": "nccl"`, `"time_us"`, `"in_place": true`, `"busbw"`, `"graph": 1`, `"note"`} {
+		assert.Contains(t, buf.String(), key)
 	}
 	got, err := readJSON(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(rows) {
-		t.Fatalf("%d rows back, want %d", len(got), len(rows))
-	}
-	for i := range rows {
-		if got[i] != rows[i] {
-			t.Errorf("row %d: %+v, want %+v", i, got[i], rows[i])
-		}
-	}
-	path := filepath.Join(t.TempDir(), "rows.json")
-	if err := writeJSONFile(path, rows); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, rows, got)
+	require.NoError(t, writeJSONFile(filepath.Join(t.TempDir(), "rows.json"), rows))
 }
 
 func TestPlot(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "bench.png")
-	if err := writePlot(path, sampleRows()); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name string
+		rows []row
+	}{
+		{"both", sampleRows(implMscclpp, implNCCL)},
+		{"ours", sampleRows(implMscclpp)},
+		{"nccl", sampleRows(implNCCL)},
+	} {
+		path := filepath.Join(t.TempDir(), "bench.png")
+		require.NoError(t, writePlot(path, c.rows), c.name)
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Greater(t, len(data), 1000, c.name)
+		assert.True(t, bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")), "%s: not a PNG", c.name)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(data) < 1000 || !bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")) {
-		t.Errorf("%s: %d bytes, not a PNG", path, len(data))
-	}
-	if err := writePlot(path, nil); err == nil {
-		t.Error("plot of no rows succeeded")
-	}
+	assert.Error(t, writePlot(filepath.Join(t.TempDir(), "none.png"), nil))
 }
 
 func TestNCCLNotFound(t *testing.T) {
 	err := openNCCL("/nonexistent/libnccl.so.2")
-	if !errors.Is(err, errNCCLNotFound) || !strings.HasPrefix(err.Error(), "NCCL not found: ") ||
-		!strings.Contains(err.Error(), "/nonexistent/libnccl.so.2") {
-		t.Errorf("missing file: %v", err)
-	}
+	require.ErrorIs(t, err, errNCCLNotFound)
+	assert.True(t, strings.HasPrefix(err.Error(), "NCCL not found: "), err.Error())
+	assert.Contains(t, err.Error(), "/nonexistent/libnccl.so.2")
 	// A library that is not NCCL: dlopen succeeds, the symbols are missing.
-	if err := openNCCL("libc.so.6"); err == nil || errors.Is(err, errNCCLNotFound) || !strings.Contains(err.Error(), "ncclGetVersion") {
-		t.Errorf("libc: %v", err)
-	}
+	err = openNCCL("libc.so.6")
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, errNCCLNotFound)
+	assert.Contains(t, err.Error(), "ncclGetVersion")
 	out, _ := exec.Command("ldconfig", "-p").Output()
 	if bytes.Contains(out, []byte("libnccl")) {
 		t.Skip("this machine has NCCL: the default library loads")
@@ -358,30 +575,23 @@ func TestNCCLNotFound(t *testing.T) {
 	t.Setenv("NCCL_NVLS_ENABLE", "0")
 	t.Setenv("MSCCLPP_NCCL_LIBRARY", "")
 	config.NCCLLibrary.Reset()
-	if _, err := loadNCCL(); !errors.Is(err, errNCCLNotFound) || !strings.Contains(err.Error(), "libnccl.so.2") {
-		t.Errorf("loadNCCL without NCCL: %v", err)
-	}
+	_, err = loadNCCL()
+	assert.ErrorIs(t, err, errNCCLNotFound)
+	assert.Contains(t, err.Error(), "libnccl.so.2")
 }
 
 func TestEnsureNVLSOff(t *testing.T) {
 	t.Setenv("NCCL_NVLS_ENABLE", "1")
-	if err := ensureNVLSOff(); err == nil {
-		t.Error("NCCL_NVLS_ENABLE=1 accepted")
-	}
+	assert.Error(t, ensureNVLSOff())
 	t.Setenv("NCCL_NVLS_ENABLE", "0")
-	if err := ensureNVLSOff(); err != nil {
-		t.Error(err)
-	}
+	assert.NoError(t, ensureNVLSOff())
 	os.Unsetenv("NCCL_NVLS_ENABLE") // t.Setenv restores it afterwards
-	if err := ensureNVLSOff(); err != nil || os.Getenv("NCCL_NVLS_ENABLE") != "0" {
-		t.Errorf("unset: %v, now %q", err, os.Getenv("NCCL_NVLS_ENABLE"))
-	}
+	assert.NoError(t, ensureNVLSOff())
+	assert.Equal(t, "0", os.Getenv("NCCL_NVLS_ENABLE"))
 }
 
 func TestVersionString(t *testing.T) {
 	for code, want := range map[int]string{22803: "2.28.3", 21903: "2.19.3", 2708: "2.7.8"} {
-		if got := versionString(code); got != want {
-			t.Errorf("versionString(%d) = %s, want %s", code, got, want)
-		}
+		assert.Equal(t, want, versionString(code), code)
 	}
 }

@@ -4,22 +4,26 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/mscclpp-go/mscclpp/collectives"
 )
 
-// dataType is a datatype the benchmark supports, named as nccl-tests names it.
+// dataType is a datatype the benchmark supports, named as nccl-tests names it, with its value
+// in NCCL and in package collectives (the same numbers).
 type dataType struct {
 	name string
 	size int
 	nccl ncclDataType
+	coll collectives.DataType
 }
 
 var dataTypes = []dataType{
-	{"float", 4, ncclFloat32},
-	{"half", 2, ncclFloat16},
-	{"bfloat16", 2, ncclBfloat16},
-	{"int32", 4, ncclInt32},
-	{"uint32", 4, ncclUint32},
-	{"double", 8, ncclFloat64},
+	{"float", 4, ncclFloat32, collectives.Float32},
+	{"half", 2, ncclFloat16, collectives.Float16},
+	{"bfloat16", 2, ncclBfloat16, collectives.BFloat16},
+	{"int32", 4, ncclInt32, collectives.Int32},
+	{"uint32", 4, ncclUint32, collectives.Uint32},
+	{"double", 8, ncclFloat64, collectives.Float64},
 }
 
 func parseDataType(s string) (dataType, error) {
@@ -31,13 +35,15 @@ func parseDataType(s string) (dataType, error) {
 	return dataType{}, fmt.Errorf("-d %q: want float, half, bfloat16, int32, uint32 or double", s)
 }
 
-// redOp is a reduction the benchmark supports.
+// redOp is a reduction the benchmark supports, with its value in NCCL and in package
+// collectives (the same numbers).
 type redOp struct {
 	name string
 	nccl ncclRedOp
+	coll collectives.Op
 }
 
-var redOps = []redOp{{"sum", ncclSum}, {"min", ncclMin}, {"max", ncclMax}}
+var redOps = []redOp{{"sum", ncclSum, collectives.Sum}, {"min", ncclMin, collectives.Min}, {"max", ncclMax, collectives.Max}}
 
 func parseRedOp(s string) (redOp, error) {
 	for _, o := range redOps {

@@ -9,7 +9,11 @@ import (
 	"strings"
 )
 
-const notImplementedLine = "mscclpp collectives: not implemented yet; NCCL only"
+// The implementations the benchmark measures.
+const (
+	implMscclpp = "mscclpp" // this library's collectives (package collectives)
+	implNCCL    = "nccl"    // NCCL, dlopened in the same process
+)
 
 // options are the command line, in nccl-tests' spelling.
 type options struct {
@@ -22,7 +26,25 @@ type options struct {
 	collective         string // "allreduce" or "allgather"
 	jsonFile           string
 	plotFile           string
-	compareNCCL        bool
+	// impls are the implementations measured, in the order each size runs them: mscclpp alone
+	// (the default), nccl alone (-impl nccl, --nccl-only) or both (--compare-nccl).
+	impls []string
+	// graph is -G: 0 times direct calls; N > 0 captures the -n timed calls into one CUDA graph
+	// and times N launches of it.
+	graph int
+}
+
+// compare reports whether both implementations run (--compare-nccl).
+func (o *options) compare() bool { return len(o.impls) == 2 }
+
+// uses reports whether impl is measured.
+func (o *options) uses(impl string) bool {
+	for _, i := range o.impls {
+		if i == impl {
+			return true
+		}
+	}
+	return false
 }
 
 // parseSize reads a byte count with an optional K, M or G suffix (powers of 1024), as
@@ -94,20 +116,24 @@ func sweep(minBytes, maxBytes int64, factor int, align int64) []int64 {
 
 const usageText = `mscclpp-bench: collective benchmark of MSCCL++ in Go, in the style of nccl-tests.
 
-` + notImplementedLine + `: the library's AllReduce and AllGather do
-not exist yet, so this tool measures NCCL (libnccl.so.2, loaded at run time) in the same
-process, as the baseline they will be compared with. Every row it prints is NCCL's.
+It measures the library's own AllReduce and AllGather (package collectives) by default;
+--compare-nccl also runs every size through NCCL (libnccl.so.2, loaded at run time) in the same
+process, on the same buffers and stream, and prints both times and their ratio (mscclpp / nccl);
+-impl nccl (or --nccl-only) measures NCCL alone. NCCL is loaded only when one of these asks for it.
 
 Run it under mpirun, one rank per GPU (GPU = rank % device count), for instance:
 
   mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE=0 -x LD_LIBRARY_PATH \
-      mscclpp-bench -b 8 -e 1G -f 2 -op allreduce
+      mscclpp-bench -b 8 -e 1G -f 2 -op allreduce --compare-nccl -G 1
 
 NCCL_NVLS_ENABLE must be unset (the tool sets it to 0) or 0; any other value is refused.
 MSCCLPP_NCCL_LIBRARY names another NCCL library file than libnccl.so.2.
+MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO force the library's algorithm (the header says so).
 
-Time per size is wall-clock (time.Now) around -n back-to-back enqueued calls followed by a
-stream synchronize, divided by -n, and the maximum over ranks; -w warm-up calls precede it.
+Time per size (-G 0) is wall-clock (time.Now) around -n back-to-back enqueued calls followed by
+a stream synchronize, divided by -n, and the maximum over ranks; -w warm-up calls precede it.
+With -G N the -n calls are captured once into a CUDA graph and the time is wall-clock around N
+launches of that graph and a stream synchronize, divided by n*N.
 algbw = size/time; busbw = algbw*2(n-1)/n for AllReduce, algbw*(n-1)/n for AllGather (whose
 size is the total bytes each rank receives).
 
@@ -128,23 +154,22 @@ func parseOptions(args []string, out io.Writer) (*options, error) {
 	fs.Var(sizeFlag{&o.maxBytes}, "e", "maximum size in bytes (K, M, G suffixes)")
 	fs.IntVar(&o.factor, "f", 2, "multiplication factor between sizes (integer >= 2)")
 	fs.IntVar(&o.warmup, "w", 5, "warm-up iterations per size")
-	fs.IntVar(&o.iters, "n", 20, "timed iterations per size")
+	fs.IntVar(&o.iters, "n", 20, "timed iterations per size (with -G: calls captured in the graph)")
 	check := fs.Int("c", 1, "check results (0 or 1)")
 	dt := fs.String("d", "float", "datatype: float, half, bfloat16, int32, uint32, double")
 	op := fs.String("o", "sum", "reduction op: sum, min, max (AllReduce)")
 	fs.StringVar(&o.collective, "op", "allreduce", "collective: allreduce or allgather")
 	fs.StringVar(&o.jsonFile, "json", "", "write every row as JSON to `FILE`")
 	fs.StringVar(&o.plotFile, "plot", "", "write bus bandwidth and latency plots to `FILE.png`")
-	fs.BoolVar(&o.compareNCCL, "compare-nccl", false, "measure NCCL too (implied today: NCCL is the only implementation)")
-	graph := fs.Int("G", 0, "CUDA graph mode: not supported yet")
+	impl := fs.String("impl", implMscclpp, "implementation measured: mscclpp or nccl")
+	compare := fs.Bool("compare-nccl", false, "measure NCCL too, on the same buffers and stream, and print both and their ratio")
+	ncclOnly := fs.Bool("nccl-only", false, "measure NCCL alone (same as -impl nccl)")
+	fs.IntVar(&o.graph, "G", 0, "CUDA graph mode: capture the -n calls into a graph and time `N` launches of it (0: direct calls)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
-	}
-	if *graph != 0 {
-		return nil, errors.New("-G (CUDA graph mode) is not supported yet; run without it")
 	}
 	var err error
 	if o.dtype, err = parseDataType(*dt); err != nil {
@@ -169,8 +194,32 @@ func parseOptions(args []string, out io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-w %d -n %d: want -w >= 0 and -n >= 1", o.warmup, o.iters)
 	case *check != 0 && *check != 1:
 		return nil, fmt.Errorf("-c %d: want 0 or 1", *check)
+	case o.graph < 0:
+		return nil, fmt.Errorf("-G %d: want 0 (no graph) or the number of graph launches", o.graph)
 	}
 	o.check = *check == 1
-	o.compareNCCL = true // NCCL is the only implementation today
+	implSet := false
+	fs.Visit(func(f *flag.Flag) { implSet = implSet || f.Name == "impl" })
+	if o.impls, err = chooseImpls(*impl, implSet, *compare, *ncclOnly); err != nil {
+		return nil, err
+	}
 	return o, nil
+}
+
+// chooseImpls turns -impl, --compare-nccl and --nccl-only into the implementations to measure.
+// implSet says whether -impl was given.
+func chooseImpls(impl string, implSet, compare, ncclOnly bool) ([]string, error) {
+	switch {
+	case impl != implMscclpp && impl != implNCCL:
+		return nil, fmt.Errorf("-impl %q: want mscclpp or nccl", impl)
+	case ncclOnly && implSet && impl != implNCCL:
+		return nil, fmt.Errorf("--nccl-only contradicts -impl %s", impl)
+	case compare && (ncclOnly || impl == implNCCL):
+		return nil, errors.New("--compare-nccl measures mscclpp and nccl side by side; it does not go with -impl nccl or --nccl-only")
+	case compare:
+		return []string{implMscclpp, implNCCL}, nil
+	case ncclOnly || impl == implNCCL:
+		return []string{implNCCL}, nil
+	}
+	return []string{implMscclpp}, nil
 }

@@ -72,6 +72,11 @@
 // goroutine on that thread until it is done, or the Go scheduler may move it to a thread where
 // another context, or none, is current.
 //
+// Stream capture into a CUDA graph (Stream.BeginCapture, Stream.EndCapture, Graph.Instantiate,
+// GraphExec.Launch) uses the thread-local capture mode: the capture must end on the OS thread
+// that began it, so the capturing goroutine holds its thread (runtime.LockOSThread) throughout,
+// and other threads may keep calling the driver meanwhile.
+//
 // # Why not gorgonia.org/cu
 //
 // gorgonia.org/cu calls cuInit from its package init and calls os.Exit(1) when that fails, so any

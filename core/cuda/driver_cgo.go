@@ -55,6 +55,10 @@ const (
 	streamNonBlocking    = C.CU_STREAM_NON_BLOCKING
 	eventDisableTiming   = C.CU_EVENT_DISABLE_TIMING
 	streamWaitEventFlags = C.CU_EVENT_WAIT_DEFAULT
+	// captureModeThreadLocal: see Stream.BeginCapture.
+	captureModeThreadLocal = C.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+	// graphInstantiateFlags: no automatic frees, the launch stream's priority.
+	graphInstantiateFlags = 0
 )
 
 // MemoryType is where a pointer's memory lives (CUmemorytype).
@@ -357,6 +361,34 @@ func cuMemsetD8Async(dst DevicePtr, value byte, n int, s Stream) error {
 func cuStreamWriteValue64(s Stream, addr DevicePtr, value uint64) error {
 	return check("cuStreamWriteValue64", C.mscclpp_cuStreamWriteValue64_v2(C.CUstream(s.h), C.CUdeviceptr(addr),
 		C.cuuint64_t(value), C.CU_STREAM_WRITE_VALUE_DEFAULT))
+}
+
+func cuStreamBeginCapture(s Stream) error {
+	return check("cuStreamBeginCapture", C.mscclpp_cuStreamBeginCapture(C.CUstream(s.h), captureModeThreadLocal))
+}
+
+func cuStreamEndCapture(s Stream) (Graph, error) {
+	var g C.CUgraph
+	err := check("cuStreamEndCapture", C.mscclpp_cuStreamEndCapture(C.CUstream(s.h), &g))
+	return Graph{h: unsafe.Pointer(g)}, err
+}
+
+func cuGraphInstantiateWithFlags(g Graph) (GraphExec, error) {
+	var e C.CUgraphExec
+	err := check("cuGraphInstantiateWithFlags", C.mscclpp_cuGraphInstantiateWithFlags(&e, C.CUgraph(g.h), graphInstantiateFlags))
+	return GraphExec{h: unsafe.Pointer(e)}, err
+}
+
+func cuGraphLaunch(e GraphExec, s Stream) error {
+	return check("cuGraphLaunch", C.mscclpp_cuGraphLaunch(C.CUgraphExec(e.h), C.CUstream(s.h)))
+}
+
+func cuGraphExecDestroy(e GraphExec) error {
+	return check("cuGraphExecDestroy", C.mscclpp_cuGraphExecDestroy(C.CUgraphExec(e.h)))
+}
+
+func cuGraphDestroy(g Graph) error {
+	return check("cuGraphDestroy", C.mscclpp_cuGraphDestroy(C.CUgraph(g.h)))
 }
 
 // cuModuleLoadData loads image (a cubin, fatbin or PTX text) from a NUL-terminated C copy, so

@@ -70,6 +70,19 @@ CU_FN(cuMemsetD8Async, CU_REQUIRED, 0, (CUdeviceptr dstDevice, unsigned char uc,
 /* The _v2 stream memory operations (CUDA 11.7) need no opt-in; cuda.h 11.8 still maps the plain name to v1. */
 CU_FN(cuStreamWriteValue64_v2, CU_REQUIRED, 11070, (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags), (stream, addr, value, flags))
 
+/*
+ * CUDA graphs, for capturing work queued on a stream and replaying it. cuda.h 11.8 maps
+ * cuStreamBeginCapture to cuStreamBeginCapture_v2 (CUDA 10.1), which takes the capture mode;
+ * cuGraphInstantiate is instantiated through cuGraphInstantiateWithFlags (CUDA 11.4), whose
+ * signature did not change in CUDA 12, unlike cuGraphInstantiate's.
+ */
+CU_FN(cuStreamBeginCapture,        CU_REQUIRED, 10010, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))
+CU_FN(cuStreamEndCapture,          CU_REQUIRED, 0, (CUstream hStream, CUgraph *phGraph), (hStream, phGraph))
+CU_FN(cuGraphInstantiateWithFlags, CU_REQUIRED, 11040, (CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags), (phGraphExec, hGraph, flags))
+CU_FN(cuGraphLaunch,               CU_REQUIRED, 0, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))
+CU_FN(cuGraphExecDestroy,          CU_REQUIRED, 0, (CUgraphExec hGraphExec), (hGraphExec))
+CU_FN(cuGraphDestroy,              CU_REQUIRED, 0, (CUgraph hGraph), (hGraph))
+
 CU_FN(cuModuleLoadData,    CU_REQUIRED, 0, (CUmodule *module, const void *image), (module, image))
 CU_FN(cuModuleUnload,      CU_REQUIRED, 0, (CUmodule hmod), (hmod))
 CU_FN(cuModuleGetFunction, CU_REQUIRED, 0, (CUfunction *hfunc, CUmodule hmod, const char *name), (hfunc, hmod, name))
