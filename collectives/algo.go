@@ -1,8 +1,6 @@
 package collectives
 
 import (
-	"fmt"
-
 	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
@@ -16,20 +14,21 @@ const (
 
 // Launch shapes and limits. maxBlocks must equal coll::kMaxBlocks of kernels/src/common.cuh.
 const (
-	maxBlocks       = 32
-	packetThreads   = 512
-	roundThreads    = 1024
-	packetWordBytes = 8 // data bytes per LL16 packet
+	maxBlocks       = 64
+	packetThreads   = 512  // coll::kPacketThreads
+	rsagThreads     = 512  // coll::kRsagThreads
+	putThreads      = 1024 // coll::kPutThreads
+	packetWordBytes = 8    // data bytes per LL16 packet
 
 	// packetMaxBytes is the most data one rank's packet slot carries (its slot holds twice as
 	// many packet bytes): the ceiling of the packet algorithms, forced or not.
 	packetMaxBytes = 1 << 20
 	// roundBytesPerBlock: the round algorithms give each block at least this much data before
 	// adding blocks.
-	roundBytesPerBlock = 64 << 10
+	roundBytesPerBlock = 32 << 10
 	// dataBankBytes sizes the data banks of the scratch (4 x nRanks x maxBlocks slots); the
 	// slot (chunk) size follows from it and the rank count.
-	dataBankBytes = 128 << 20
+	dataBankBytes = 256 << 20
 	minChunkBytes = 64 << 10
 )
 
@@ -44,7 +43,7 @@ func allReducePacketLimit(nRanks int) uint64 {
 
 func allGatherPacketLimit(nRanks int) uint64 {
 	if nRanks <= 2 {
-		return 256 << 10
+		return 512 << 10
 	}
 	return 128 << 10
 }
@@ -67,11 +66,16 @@ func chooseAllReduce(bytes uint64, dt DataType, nRanks int, forced string) plan 
 	case forced == AlgoAuto && bytes <= allReducePacketLimit(nRanks):
 		algo = AlgoPacket
 	}
-	kernel := fmt.Sprintf("mscclpp_allreduce_%s_%s", algo, dataTypes[dt].suffix)
+	kernel := allReduceKernel(algo, dt)
 	if algo == AlgoPacket {
 		return plan{algo, kernel, packetBlocks(bytes), packetThreads}
 	}
-	return plan{algo, kernel, roundBlocks(bytes / uint64(nRanks)), roundThreads}
+	return plan{algo, kernel, roundBlocks(bytes / uint64(nRanks)), rsagThreads}
+}
+
+// allReduceKernel is the entry point of algo for dt.
+func allReduceKernel(algo string, dt DataType) string {
+	return "mscclpp_allreduce_" + algo + "_" + dataTypes[dt].suffix
 }
 
 // chooseAllGather picks the algorithm and grid for bytes per rank across nRanks.
@@ -81,7 +85,7 @@ func chooseAllGather(bytes uint64, nRanks int, forced string) plan {
 		forced == AlgoAuto && bytes <= allGatherPacketLimit(nRanks):
 		return plan{AlgoPacket, "mscclpp_allgather_packet", packetBlocks(bytes), packetThreads}
 	}
-	return plan{AlgoPut, "mscclpp_allgather_put", roundBlocks(bytes), roundThreads}
+	return plan{AlgoPut, "mscclpp_allgather_put", roundBlocks(bytes), putThreads}
 }
 
 // packetBlocks: one packet per thread until maxBlocks blocks, then several per thread.

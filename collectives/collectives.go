@@ -11,16 +11,17 @@ import (
 // result to recv on every rank (send == recv: in place). Queued on stream s; returns once queued.
 // Every rank gets bit-identical results.
 func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op Op, s cuda.Stream) error {
-	what := fmt.Sprintf("allreduce of %d %s (%s)", count, dt, op)
+	// The call's description is formatted only for an error: calls are on the latency path.
+	fail := func(err error) error { return fmt.Errorf("allreduce of %d %s (%s): %w", count, dt, op, err) }
 	if err := checkCall(send, recv, count, dt); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return fail(err)
 	}
 	if !op.Valid() {
-		return fmt.Errorf("%s: unsupported operator (sum, max and min are): %w", what, errs.ErrInvalidArgument)
+		return fail(fmt.Errorf("unsupported operator (sum, max and min are): %w", errs.ErrInvalidArgument))
 	}
 	bytes := uint64(count) * uint64(dt.Size())
 	if send != recv && overlap(send, recv, bytes, bytes) {
-		return fmt.Errorf("%s: send and receive buffers overlap without being the same: %w", what, errs.ErrInvalidArgument)
+		return fail(fmt.Errorf("send and receive buffers overlap without being the same: %w", errs.ErrInvalidArgument))
 	}
 	if count == 0 {
 		return nil
@@ -30,7 +31,7 @@ func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op O
 	args := c.args
 	args.Send, args.Recv, args.Count, args.Op = uintptr(send), uintptr(recv), uint64(count), uint64(op)
 	if err := c.launch(p, &args, s, send, recv, bytes); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return fail(err)
 	}
 	return nil
 }
@@ -39,15 +40,15 @@ func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op O
 // at element r*sendCount, on every rank. In place when send is this rank's part of recv. Queued
 // on stream s; returns once queued.
 func (c *Comm) AllGather(send, recv cuda.DevicePtr, sendCount int, dt DataType, s cuda.Stream) error {
-	what := fmt.Sprintf("allgather of %d %s per rank", sendCount, dt)
+	fail := func(err error) error { return fmt.Errorf("allgather of %d %s per rank: %w", sendCount, dt, err) }
 	if err := checkCall(send, recv, sendCount, dt); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return fail(err)
 	}
 	bytes := uint64(sendCount) * uint64(dt.Size())
 	mine := recv + cuda.DevicePtr(uint64(c.rank)*bytes)
 	if send != mine && overlap(send, recv, bytes, bytes*uint64(c.nRanks)) {
-		return fmt.Errorf("%s: the send buffer overlaps the receive buffer without being this rank's part of it: %w",
-			what, errs.ErrInvalidArgument)
+		return fail(fmt.Errorf("the send buffer overlaps the receive buffer without being this rank's part of it: %w",
+			errs.ErrInvalidArgument))
 	}
 	if sendCount == 0 {
 		return nil
@@ -57,7 +58,7 @@ func (c *Comm) AllGather(send, recv cuda.DevicePtr, sendCount int, dt DataType, 
 	args := c.args
 	args.Send, args.Recv, args.Count = uintptr(send), uintptr(recv), bytes
 	if err := c.launch(p, &args, s, send, mine, bytes); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return fail(err)
 	}
 	return nil
 }

@@ -22,12 +22,12 @@ func TestChooseAllReduce(t *testing.T) {
 	}{
 		{4, 2, AlgoAuto, AlgoPacket, 1, packetThreads},
 		{512 << 10, 2, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
-		{512<<10 + 4, 2, AlgoAuto, AlgoRSAG, 5, roundThreads},
-		{256<<10 + 4, 4, AlgoAuto, AlgoRSAG, 2, roundThreads},
-		{1 << 30, 2, AlgoAuto, AlgoRSAG, maxBlocks, roundThreads},
-		{4, 2, AlgoRSAG, AlgoRSAG, 1, roundThreads},
+		{512<<10 + 4, 2, AlgoAuto, AlgoRSAG, 9, rsagThreads},
+		{256<<10 + 4, 4, AlgoAuto, AlgoRSAG, 3, rsagThreads},
+		{1 << 30, 2, AlgoAuto, AlgoRSAG, maxBlocks, rsagThreads},
+		{4, 2, AlgoRSAG, AlgoRSAG, 1, rsagThreads},
 		{packetMaxBytes, 8, AlgoPacket, AlgoPacket, maxBlocks, packetThreads},
-		{packetMaxBytes + 4, 2, AlgoPacket, AlgoRSAG, 9, roundThreads}, // beyond a packet slot
+		{packetMaxBytes + 4, 2, AlgoPacket, AlgoRSAG, 17, rsagThreads}, // beyond a packet slot
 	}
 	for _, tt := range tests {
 		p := chooseAllReduce(tt.bytes, Float16, tt.nRanks, tt.forced)
@@ -46,8 +46,8 @@ func TestChooseAllGather(t *testing.T) {
 		algo   string
 	}{
 		{1, 2, AlgoAuto, AlgoPacket},
-		{256 << 10, 2, AlgoAuto, AlgoPacket},
-		{256<<10 + 1, 2, AlgoAuto, AlgoPut},
+		{512 << 10, 2, AlgoAuto, AlgoPacket},
+		{512<<10 + 1, 2, AlgoAuto, AlgoPut},
 		{128<<10 + 1, 4, AlgoAuto, AlgoPut},
 		{1, 2, AlgoPut, AlgoPut},
 		{packetMaxBytes, 2, AlgoPacket, AlgoPacket},

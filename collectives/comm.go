@@ -248,7 +248,7 @@ func kernelNames() []string {
 	names := []string{"mscclpp_allgather_packet", "mscclpp_allgather_put"}
 	for _, d := range dataTypes {
 		for _, algo := range []string{AlgoPacket, AlgoRSAG} {
-			names = append(names, fmt.Sprintf("mscclpp_allreduce_%s_%s", algo, d.suffix))
+			names = append(names, "mscclpp_allreduce_"+algo+"_"+d.suffix)
 		}
 	}
 	return names

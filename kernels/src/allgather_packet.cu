@@ -42,6 +42,6 @@ __device__ __forceinline__ void allgatherPacket(const Args& a) {
 
 }  // namespace coll
 
-extern "C" __global__ void __launch_bounds__(1024) mscclpp_allgather_packet(const coll::Args args) {
+extern "C" __global__ void __launch_bounds__(coll::kPacketThreads) mscclpp_allgather_packet(const coll::Args args) {
   coll::allgatherPacket(args);
 }

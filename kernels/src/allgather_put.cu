@@ -29,13 +29,13 @@ __device__ __forceinline__ void allgatherPut(const Args& a) {
     const uint64_t n = partEnd - off < a.chunkBytes ? partEnd - off : a.chunkBytes;
     for (uint32_t p = 0; p < nPeers; ++p) {
       char* slot = static_cast<char*>(channel(a, block, p).dst) + dataSlotOffset(a, bank, 0, a.rank, block);
-      mscclppCopy(slot, send + off, n, threadIdx.x, blockDim.x);
+      copyBytes(slot, send + off, n, threadIdx.x, blockDim.x);
     }
-    if (!inPlace) mscclppCopy(mine + off, send + off, n, threadIdx.x, blockDim.x);
+    if (!inPlace) copyBytes(mine + off, send + off, n, threadIdx.x, blockDim.x);
     exchangeSignals(a, block);
     for (uint32_t p = 0; p < nPeers; ++p) {
       const uint64_t r = peerRank(a, p);
-      mscclppCopy(recv + r * bytes + off, a.scratch + dataSlotOffset(a, bank, 0, r, block), n, threadIdx.x, blockDim.x);
+      copyBytes(recv + r * bytes + off, a.scratch + dataSlotOffset(a, bank, 0, r, block), n, threadIdx.x, blockDim.x);
     }
   }
   __syncthreads();
@@ -45,6 +45,6 @@ __device__ __forceinline__ void allgatherPut(const Args& a) {
 
 }  // namespace coll
 
-extern "C" __global__ void __launch_bounds__(1024) mscclpp_allgather_put(const coll::Args args) {
+extern "C" __global__ void __launch_bounds__(coll::kPutThreads) mscclpp_allgather_put(const coll::Args args) {
   coll::allgatherPut(args);
 }

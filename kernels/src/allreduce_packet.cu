@@ -51,4 +51,4 @@ __device__ __forceinline__ void allreducePacket(const Args& a) {
 
 }  // namespace coll
 
-COLL_REDUCE_ENTRIES(mscclpp_allreduce_packet, coll::allreducePacket)
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_packet, coll::allreducePacket, coll::kPacketThreads)

@@ -33,11 +33,24 @@ __device__ __forceinline__ void reduceAndBroadcast(const Args& a, uint32_t bank,
   if (aligned(in, 16) && aligned(out, 16)) {
     const uint64_t vecs = len / kVec;
     for (uint64_t v = threadIdx.x; v < vecs; v += blockDim.x) {
-      uint4 acc;
-      for (uint32_t r = 0; r < a.nRanks; ++r) {
-        const uint4 x = r == a.rank ? reinterpret_cast<const uint4*>(in)[v]
+      // All ranks' words are loaded before any is reduced, so the loads overlap.
+      uint4 x[kUnrollRanks];
+#pragma unroll
+      for (uint32_t r = 0; r < kUnrollRanks; ++r) {
+        if (r < a.nRanks) {
+          x[r] = r == a.rank ? reinterpret_cast<const uint4*>(in)[v]
+                             : reinterpret_cast<const uint4*>(a.scratch + dataSlotOffset(a, bank, kReduceSlots, r, block))[v];
+        }
+      }
+      uint4 acc = x[0];
+#pragma unroll
+      for (uint32_t r = 1; r < kUnrollRanks; ++r) {
+        if (r < a.nRanks) acc = applyWord<T, Op>(acc, x[r]);
+      }
+      for (uint32_t r = kUnrollRanks; r < a.nRanks; ++r) {
+        const uint4 y = r == a.rank ? reinterpret_cast<const uint4*>(in)[v]
                                     : reinterpret_cast<const uint4*>(a.scratch + dataSlotOffset(a, bank, kReduceSlots, r, block))[v];
-        acc = r == 0 ? x : applyWord<T, Op>(acc, x);
+        acc = applyWord<T, Op>(acc, y);
       }
       reinterpret_cast<uint4*>(out)[v] = acc;
       for (uint32_t p = 0; p < nPeers; ++p) {
@@ -80,7 +93,7 @@ __device__ __forceinline__ void allreduceRsag(const Args& a) {
     for (uint32_t p = 0; p < nPeers; ++p) {
       const uint64_t begin = peerRank(a, p) * shard + off;
       char* slot = static_cast<char*>(channel(a, block, p).dst) + dataSlotOffset(a, bank, kReduceSlots, a.rank, block);
-      mscclppCopy(slot, send + begin, clampLen(begin, n, count) * sizeof(T), threadIdx.x, blockDim.x);
+      copyBytes(slot, send + begin, clampLen(begin, n, count) * sizeof(T), threadIdx.x, blockDim.x);
     }
     exchangeSignals(a, block);
     const uint64_t mine = a.rank * shard + off;
@@ -89,7 +102,7 @@ __device__ __forceinline__ void allreduceRsag(const Args& a) {
     for (uint32_t p = 0; p < nPeers; ++p) {
       const uint64_t r = peerRank(a, p);
       const uint64_t begin = r * shard + off;
-      mscclppCopy(recv + begin, a.scratch + dataSlotOffset(a, bank, kGatherSlots, r, block),
+      copyBytes(recv + begin, a.scratch + dataSlotOffset(a, bank, kGatherSlots, r, block),
                   clampLen(begin, n, count) * sizeof(T), threadIdx.x, blockDim.x);
     }
   }
@@ -100,4 +113,4 @@ __device__ __forceinline__ void allreduceRsag(const Args& a) {
 
 }  // namespace coll
 
-COLL_REDUCE_ENTRIES(mscclpp_allreduce_rsag, coll::allreduceRsag)
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_rsag, coll::allreduceRsag, coll::kRsagThreads)

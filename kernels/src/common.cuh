@@ -15,7 +15,17 @@ namespace coll {
 
 // The most thread blocks a collective launches; the channels array and the per-block round
 // counters are sized by it. Must equal collectives.maxBlocks.
-constexpr uint32_t kMaxBlocks = 32;
+constexpr uint32_t kMaxBlocks = 64;
+
+// The most ranks the kernels' per-element loops unroll for (more ranks still work, rolled).
+constexpr uint32_t kUnrollRanks = 8;
+// Block sizes; they must equal collectives.packetThreads, rsagThreads and putThreads. The
+// reduce-scatter kernel keeps one 16-byte word per rank in registers, hence its smaller blocks.
+constexpr uint32_t kPacketThreads = 512;
+constexpr uint32_t kRsagThreads = 512;
+constexpr uint32_t kPutThreads = 1024;
+// 16-byte words each thread keeps in flight in copyBytes.
+constexpr int kCopyUnroll = 4;
 
 // Reduction operators, numbered as NCCL's ncclRedOp_t.
 enum ReduceOp : uint32_t { kSum = 0, kMax = 2, kMin = 3 };
@@ -125,6 +135,36 @@ __device__ __forceinline__ void storeWord(char* p, uint64_t i, uint64_t bytes, b
 }
 __device__ __forceinline__ bool aligned(const void* p, uint64_t n) { return (reinterpret_cast<uintptr_t>(p) & (n - 1)) == 0; }
 
+// ---- Copies ------------------------------------------------------------------------------------
+
+// Copies `bytes` bytes from src to dst over numThreads threads. When both are 16-byte aligned,
+// each thread moves kCopyUnroll 16-byte words per step, loads first, so that several loads are in
+// flight (one word at a time leaves NVLink idle while a load waits); otherwise mscclppCopy.
+__device__ __forceinline__ void copyBytes(void* dst, const void* src, uint64_t bytes, uint32_t threadId,
+                                          uint32_t numThreads) {
+  if (!aligned(dst, 16) || !aligned(src, 16)) {
+    mscclppCopy(dst, src, bytes, threadId, numThreads);
+    return;
+  }
+  uint4* d = static_cast<uint4*>(dst);
+  const uint4* s = static_cast<const uint4*>(src);
+  const uint64_t words = bytes / 16;
+  const uint64_t step = uint64_t(numThreads) * kCopyUnroll;
+  uint64_t i = threadId;
+  for (; i + (kCopyUnroll - 1) * numThreads < words; i += step) {
+    uint4 v[kCopyUnroll];
+#pragma unroll
+    for (int k = 0; k < kCopyUnroll; ++k) v[k] = s[i + k * numThreads];
+#pragma unroll
+    for (int k = 0; k < kCopyUnroll; ++k) d[i + k * numThreads] = v[k];
+  }
+  for (; i < words; i += numThreads) d[i] = s[i];
+  const uint64_t done = words * 16;
+  unsigned char* db = static_cast<unsigned char*>(dst);
+  const unsigned char* sb = static_cast<const unsigned char*>(src);
+  for (uint64_t b = done + threadId; b < bytes; b += numThreads) db[b] = sb[b];
+}
+
 // ---- Calls --------------------------------------------------------------------------------------
 
 // Every block calls it last: the last block to finish counts the call. The next kernel on the
@@ -158,8 +198,8 @@ __device__ __forceinline__ void exchangeSignals(const Args& a, uint32_t block) {
 
 // Instantiates KERNEL<T, Op> for every reduction operator behind one extern "C" entry point
 // named NAME, dispatching on args.op (uniform across the grid).
-#define COLL_REDUCE_ENTRY(NAME, KERNEL, T)                       \
-  extern "C" __global__ void __launch_bounds__(1024) NAME(const coll::Args args) { \
+#define COLL_REDUCE_ENTRY(NAME, KERNEL, T, THREADS)              \
+  extern "C" __global__ void __launch_bounds__(THREADS) NAME(const coll::Args args) { \
     switch (args.op) {                                           \
       case coll::kMax: KERNEL<T, coll::kMax>(args); break;       \
       case coll::kMin: KERNEL<T, coll::kMin>(args); break;       \
@@ -167,13 +207,14 @@ __device__ __forceinline__ void exchangeSignals(const Args& a, uint32_t block) {
     }                                                            \
   }
 
-// Entry points for the six element types, suffixed as collectives.DataType.kernelSuffix.
-#define COLL_REDUCE_ENTRIES(PREFIX, KERNEL)                  \
-  COLL_REDUCE_ENTRY(PREFIX##_f32, KERNEL, float)             \
-  COLL_REDUCE_ENTRY(PREFIX##_f16, KERNEL, __half)            \
-  COLL_REDUCE_ENTRY(PREFIX##_bf16, KERNEL, __nv_bfloat16)    \
-  COLL_REDUCE_ENTRY(PREFIX##_i32, KERNEL, int32_t)           \
-  COLL_REDUCE_ENTRY(PREFIX##_u32, KERNEL, uint32_t)          \
-  COLL_REDUCE_ENTRY(PREFIX##_f64, KERNEL, double)
+// Entry points for the six element types, suffixed as collectives.DataType.kernelSuffix, for
+// blocks of at most THREADS threads.
+#define COLL_REDUCE_ENTRIES(PREFIX, KERNEL, THREADS)                  \
+  COLL_REDUCE_ENTRY(PREFIX##_f32, KERNEL, float, THREADS)             \
+  COLL_REDUCE_ENTRY(PREFIX##_f16, KERNEL, __half, THREADS)            \
+  COLL_REDUCE_ENTRY(PREFIX##_bf16, KERNEL, __nv_bfloat16, THREADS)    \
+  COLL_REDUCE_ENTRY(PREFIX##_i32, KERNEL, int32_t, THREADS)           \
+  COLL_REDUCE_ENTRY(PREFIX##_u32, KERNEL, uint32_t, THREADS)          \
+  COLL_REDUCE_ENTRY(PREFIX##_f64, KERNEL, double, THREADS)
 
 #endif  // MSCCLPP_KERNELS_COMMON_CUH_
