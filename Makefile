@@ -24,7 +24,7 @@ PKG          := PKG_CONFIG_PATH=$(ABS_BUILD)/lib/pkgconfig pkg-config mscclpp
 EXAMPLES     := $(BUILD)/examples/bootstrap
 TEST_BINS    := $(BUILD)/tests/refusals $(BUILD)/tests/core_refusals
 
-.PHONY: all lib headers pkgconfig install deps test vet gotest fuzz abi-check examples \
+.PHONY: all lib headers pkgconfig install deps test vet gotest fuzz abi-check kernels kernels-check examples \
 	examples-test capi-test mpi-gotest cuda-examples tools gpu-bundle gpu-test gpu-bench clean help
 
 all: lib headers pkgconfig ## build libmscclpp.so, the public headers and the pkg-config file
@@ -60,7 +60,7 @@ deps: ## install CUDA 11.8 (nvcc, cuda.h, libcuda), OpenMPI and build tools on D
 # ---------------------------------------------------------------------------------------------
 # Tests that need no GPU. `make test` is what CI runs.
 
-test: vet gotest fuzz abi-check capi-test examples-test mpi-gotest cuda-examples ## everything that needs no GPU
+test: vet kernels-check gotest fuzz abi-check capi-test examples-test mpi-gotest cuda-examples ## everything that needs no GPU
 	@echo "make test: all passed"
 
 vet:
@@ -79,6 +79,28 @@ fuzz: ## run each fuzz target briefly
 			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 		done; \
 	done
+
+# The library's kernels: kernels/src/*.cu compiled to PTX in kernels/ptx/, which is committed and
+# embedded by package kernels (so `go build` needs no nvcc). No -lineinfo: it would write
+# absolute paths into the PTX.
+KERNEL_SRC      := $(wildcard kernels/src/*.cu)
+KERNEL_PTX      := $(patsubst kernels/src/%.cu,kernels/ptx/%.ptx,$(KERNEL_SRC))
+NVCC_PTX_FLAGS  := -std=c++17 -O3 -ptx -arch=compute_80 -Iinclude
+
+kernels: $(KERNEL_PTX) ## regenerate kernels/ptx/*.ptx after editing kernels/src
+
+kernels/ptx/%.ptx: kernels/src/%.cu kernels/src/common.cuh $(HEADERS)
+	$(NVCC) $(NVCC_PTX_FLAGS) $< -o $@
+
+kernels-check: ## fail when the committed PTX is not what kernels/src compiles to
+	@mkdir -p $(BUILD)/ptx-check
+	@for src in $(KERNEL_SRC); do \
+		name=$$(basename $$src .cu); \
+		$(NVCC) $(NVCC_PTX_FLAGS) $$src -o $(BUILD)/ptx-check/$$name.ptx || exit 1; \
+		cmp -s $(BUILD)/ptx-check/$$name.ptx kernels/ptx/$$name.ptx || { echo "kernels/ptx/$$name.ptx is stale: run make kernels"; exit 1; }; \
+	done
+	@test "$$(ls kernels/ptx | wc -l)" -eq "$(words $(KERNEL_SRC))" || { echo "kernels/ptx has PTX without a source"; exit 1; }
+	@echo "kernels-check: $(words $(KERNEL_SRC)) PTX files up to date"
 
 abi-check: ## the legacy header's sizes, offsets, enums and macros, compiled by g++ and nvcc
 	./tests/abi/run.sh
@@ -139,11 +161,12 @@ tools: ## build the command-line tools (cmd/*) into build/bin
 	@for t in $(TOOLS); do echo "go build ./$$t"; $(GO) build -o $(BUILD)/bin/$$(basename $$t) ./$$t || exit 1; done
 
 gpu-bundle: all tools ## build everything `make gpu-test` needs into build/ (needs Go)
+	$(GO) build -o $(BUILD)/bin/example-collectives ./examples/go/collectives
 	@mkdir -p $(BUILD)/gotest
 	@for pkg in $(GPU_GO_TESTS); do \
 		if [ -d $$pkg ]; then \
 			echo "go test -c ./$$pkg"; \
-			$(GO) test -c -o $(BUILD)/gotest/$$(echo $$pkg | tr / _).test ./$$pkg || exit 1; \
+			$(GO) test -c -ldflags="-s -w" -o $(BUILD)/gotest/$$(echo $$pkg | tr / _).test ./$$pkg || exit 1; \
 		fi; \
 	done
 

@@ -6,10 +6,11 @@ import (
 
 // Algorithm names, as MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO spell them.
 const (
-	AlgoAuto   = "auto"
-	AlgoPacket = "packet" // one-shot LL packets (AllReduce and AllGather)
-	AlgoRSAG   = "rsag"   // reduce-scatter + all-gather rounds (AllReduce)
-	AlgoPut    = "put"    // copies and a signal per round (AllGather)
+	AlgoAuto    = "auto"
+	AlgoPacket  = "packet"  // one-shot LL packets (AllReduce and AllGather)
+	AlgoPacket2 = "packet2" // two-shot LL packets: reduce-scatter and all-gather (AllReduce)
+	AlgoRSAG    = "rsag"    // reduce-scatter + all-gather rounds (AllReduce)
+	AlgoPut     = "put"     // copies and a signal per round (AllGather)
 )
 
 // Launch shapes and limits. maxBlocks must equal coll::kMaxBlocks of kernels/src/common.cuh.
@@ -38,14 +39,23 @@ func allReducePacketLimit(nRanks int) uint64 {
 	if nRanks <= 2 {
 		return 512 << 10
 	}
-	return 256 << 10
+	return 128 << 10
+}
+
+// allReducePacket2Limit: two-shot packets pay off only beyond two ranks (on two, one-shot moves
+// the same bytes in one step).
+func allReducePacket2Limit(nRanks int) uint64 {
+	if nRanks <= 2 {
+		return 0
+	}
+	return 1 << 20
 }
 
 func allGatherPacketLimit(nRanks int) uint64 {
 	if nRanks <= 2 {
 		return 512 << 10
 	}
-	return 128 << 10
+	return 256 << 10
 }
 
 // plan is one launch: the kernel's entry point and the grid.
@@ -57,20 +67,34 @@ type plan struct {
 }
 
 // chooseAllReduce picks the algorithm and grid for bytes of dt across nRanks; forced is
-// MSCCLPP_ALLREDUCE_ALGO ("auto" or an algorithm name).
+// MSCCLPP_ALLREDUCE_ALGO ("auto" or an algorithm name). A forced packet algorithm whose packets
+// would not fit a packet slot falls back to rsag.
 func chooseAllReduce(bytes uint64, dt DataType, nRanks int, forced string) plan {
+	fitsOneShot := bytes <= packetMaxBytes
+	fitsTwoShot := (bytes+uint64(nRanks)*packetWordBytes-1)/(uint64(nRanks)*packetWordBytes)*packetWordBytes <= packetMaxBytes
 	algo := AlgoRSAG
-	switch {
-	case forced == AlgoPacket && bytes <= packetMaxBytes:
-		algo = AlgoPacket
-	case forced == AlgoAuto && bytes <= allReducePacketLimit(nRanks):
-		algo = AlgoPacket
+	switch forced {
+	case AlgoPacket:
+		if fitsOneShot {
+			algo = AlgoPacket
+		}
+	case AlgoPacket2:
+		if fitsTwoShot {
+			algo = AlgoPacket2
+		}
+	case AlgoAuto:
+		switch {
+		case bytes <= allReducePacketLimit(nRanks):
+			algo = AlgoPacket
+		case bytes <= allReducePacket2Limit(nRanks) && fitsTwoShot:
+			algo = AlgoPacket2
+		}
 	}
 	kernel := allReduceKernel(algo, dt)
-	if algo == AlgoPacket {
-		return plan{algo, kernel, packetBlocks(bytes), packetThreads}
+	if algo == AlgoRSAG {
+		return plan{algo, kernel, roundBlocks(bytes / uint64(nRanks)), rsagThreads}
 	}
-	return plan{algo, kernel, roundBlocks(bytes / uint64(nRanks)), rsagThreads}
+	return plan{algo, kernel, packetBlocks(bytes), packetThreads}
 }
 
 // allReduceKernel is the entry point of algo for dt.

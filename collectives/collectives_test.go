@@ -23,7 +23,12 @@ func TestChooseAllReduce(t *testing.T) {
 		{4, 2, AlgoAuto, AlgoPacket, 1, packetThreads},
 		{512 << 10, 2, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
 		{512<<10 + 4, 2, AlgoAuto, AlgoRSAG, 9, rsagThreads},
-		{256<<10 + 4, 4, AlgoAuto, AlgoRSAG, 3, rsagThreads},
+		{128<<10 + 4, 4, AlgoAuto, AlgoPacket2, 33, packetThreads},
+		{1 << 20, 4, AlgoAuto, AlgoPacket2, maxBlocks, packetThreads},
+		{1<<20 + 4, 4, AlgoAuto, AlgoRSAG, 9, rsagThreads},
+		{4 << 20, 4, AlgoPacket2, AlgoPacket2, maxBlocks, packetThreads},
+		{4<<20 + 64, 4, AlgoPacket2, AlgoRSAG, 33, rsagThreads}, // a shard beyond a packet slot
+		{2 << 20, 2, AlgoAuto, AlgoRSAG, 32, rsagThreads},
 		{1 << 30, 2, AlgoAuto, AlgoRSAG, maxBlocks, rsagThreads},
 		{4, 2, AlgoRSAG, AlgoRSAG, 1, rsagThreads},
 		{packetMaxBytes, 8, AlgoPacket, AlgoPacket, maxBlocks, packetThreads},
@@ -48,7 +53,8 @@ func TestChooseAllGather(t *testing.T) {
 		{1, 2, AlgoAuto, AlgoPacket},
 		{512 << 10, 2, AlgoAuto, AlgoPacket},
 		{512<<10 + 1, 2, AlgoAuto, AlgoPut},
-		{128<<10 + 1, 4, AlgoAuto, AlgoPut},
+		{256 << 10, 4, AlgoAuto, AlgoPacket},
+		{256<<10 + 1, 4, AlgoAuto, AlgoPut},
 		{1, 2, AlgoPut, AlgoPut},
 		{packetMaxBytes, 2, AlgoPacket, AlgoPacket},
 		{packetMaxBytes + 1, 2, AlgoPacket, AlgoPut},
@@ -75,7 +81,7 @@ func TestScratchLayout(t *testing.T) {
 }
 
 func TestKernelNamesCoverEveryType(t *testing.T) {
-	assert.Len(t, kernelNames(), 2+2*len(dataTypes))
+	assert.Len(t, kernelNames(), 2+3*len(dataTypes))
 }
 
 func TestCheckCall(t *testing.T) {

@@ -63,7 +63,7 @@ type layout struct {
 func scratchLayout(nRanks int) layout {
 	const align = 256
 	slot := uint64(packetMaxBytes / packetWordBytes * 16) // LL16: 16 packet bytes per 8 data bytes
-	packets := 2 * uint64(nRanks) * slot
+	packets := 4 * uint64(nRanks) * slot                  // 2 parities x 2 phases x ranks
 	dataOffset := (packets + align - 1) / align * align
 	slots := uint64(4 * nRanks * maxBlocks) // 2 banks x 2 regions x ranks x blocks
 	chunk := max(minChunkBytes, dataBankBytes/slots/align*align)
@@ -247,21 +247,21 @@ func upload(dst cuda.DevicePtr, b []byte) error {
 func kernelNames() []string {
 	names := []string{"mscclpp_allgather_packet", "mscclpp_allgather_put"}
 	for _, d := range dataTypes {
-		for _, algo := range []string{AlgoPacket, AlgoRSAG} {
+		for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG} {
 			names = append(names, "mscclpp_allreduce_"+algo+"_"+d.suffix)
 		}
 	}
 	return names
 }
 
-// function returns the kernel named name, from the module its name starts with
+// function returns the kernel named name, from the module named by its prefix
 // ("mscclpp_allreduce_packet_f32" is in module allreduce_packet).
 func (c *Comm) function(name string) (cuda.Function, error) {
 	if f, ok := c.funcs[name]; ok {
 		return f, nil
 	}
 	for i, m := range c.modNames {
-		if strings.HasPrefix(name, "mscclpp_"+m) {
+		if strings.HasPrefix(name, "mscclpp_"+m+"_") || name == "mscclpp_"+m {
 			f, err := c.modules[i].Function(name)
 			if err != nil {
 				return cuda.Function{}, err

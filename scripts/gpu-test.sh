@@ -73,7 +73,7 @@ fi
 # 3. CUDA programs: the legacy-header tests, the device-handle test and the tutorials. A program
 # that includes mpi.h runs one rank per GPU under mpirun; the others run as one process.
 nvcc_flags="-std=c++17 -O2 -arch=sm_90 -I$build/include $mpi_inc -DOMPI_SKIP_MPICXX"
-for src in examples/mpi/legacy_*/main.cu examples/mpi/channels_*/main.cu examples/tutorials/*/main.cu; do
+for src in examples/mpi/legacy_*/main.cu examples/mpi/channels_*/main.cu examples/mpi/collectives/main.cu examples/tutorials/*/main.cu; do
 	[ -e "$src" ] || continue
 	name=$(basename "$(dirname "$src")")
 	if nvcc $nvcc_flags "$src" -o "$bin/$name" -L"$build/lib" -lmscclpp -Xlinker "-rpath,$build/lib" \
@@ -96,10 +96,17 @@ if nvcc $nvcc_flags "$src" -o "$bin/collectives" -L"$build/lib" -lmscclpp -Xlink
 	run "collectives (auto)" 600 $mpirun -np "$np" "$bin/collectives"
 	run "collectives (packet)" 600 env MSCCLPP_ALLREDUCE_ALGO=packet MSCCLPP_ALLGATHER_ALGO=packet \
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick
+	run "collectives (packet2)" 600 env MSCCLPP_ALLREDUCE_ALGO=packet2 \
+		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -np "$np" "$bin/collectives" quick
 	run "collectives (rsag, put)" 600 env MSCCLPP_ALLREDUCE_ALGO=rsag MSCCLPP_ALLGATHER_ALGO=put \
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick
 else
 	result "build collectives" 1
+fi
+
+# 5. The Go API's example (built by `make gpu-bundle`).
+if [ -x "$build/bin/example-collectives" ]; then
+	run "Go example: collectives" 120 $mpirun -np "$np" "$build/bin/example-collectives"
 fi
 
 echo "gpu-test: $passed passed, $failed failed"

@@ -137,8 +137,8 @@ var (
 		Doc: "network interface whose address each rank listens on and advertises; empty picks the first non-loopback interface that is up, else loopback",
 	}
 	AllReduceAlgo = &Var[string]{
-		Name: "MSCCLPP_ALLREDUCE_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "rsag"),
-		Doc: "AllReduce algorithm: auto (by size and rank count), packet (one-shot LL packets) or rsag (reduce-scatter + all-gather); for experiments",
+		Name: "MSCCLPP_ALLREDUCE_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "packet2", "rsag"),
+		Doc: "AllReduce algorithm: auto (by size and rank count), packet (one-shot LL packets), packet2 (two-shot LL packets) or rsag (reduce-scatter + all-gather rounds); for experiments",
 	}
 	AllGatherAlgo = &Var[string]{
 		Name: "MSCCLPP_ALLGATHER_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "put"),

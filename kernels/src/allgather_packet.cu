@@ -18,7 +18,7 @@ __device__ __forceinline__ void allgatherPacket(const Args& a) {
   char* mine = recv + a.rank * bytes;
   const bool inPlace = mine == send;
   const bool sendAligned = aligned(send, 8);
-  const uint64_t mySlot = packetSlotOffset(a, parity, a.rank);
+  const uint64_t mySlot = packetSlotOffset(a, parity, kPacketReduce, a.rank);
   const uint64_t tid = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const uint64_t nThreads = uint64_t(gridDim.x) * blockDim.x;
 
@@ -32,7 +32,7 @@ __device__ __forceinline__ void allgatherPacket(const Args& a) {
   }
   for (uint32_t p = 0; p < nPeers; ++p) {
     const uint64_t r = peerRank(a, p);
-    const mscclppLL16Packet* slot = reinterpret_cast<const mscclppLL16Packet*>(a.scratch + packetSlotOffset(a, parity, r));
+    const mscclppLL16Packet* slot = reinterpret_cast<const mscclppLL16Packet*>(a.scratch + packetSlotOffset(a, parity, kPacketReduce, r));
     char* out = recv + r * bytes;
     const bool outAligned = aligned(out, 8);
     for (uint64_t i = tid; i < words; i += nThreads) storeWord(out, i, bytes, outAligned, slot[i].read(flag, a.maxSpins));

@@ -19,7 +19,7 @@ __device__ __forceinline__ void allreducePacket(const Args& a) {
   const char* send = static_cast<const char*>(a.send);
   char* recv = static_cast<char*>(a.recv);
   const bool sendAligned = aligned(send, 8), recvAligned = aligned(recv, 8);
-  const uint64_t mySlot = packetSlotOffset(a, parity, a.rank);
+  const uint64_t mySlot = packetSlotOffset(a, parity, kPacketReduce, a.rank);
   const uint64_t tid = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const uint64_t nThreads = uint64_t(gridDim.x) * blockDim.x;
 
@@ -39,7 +39,7 @@ __device__ __forceinline__ void allreducePacket(const Args& a) {
       if (r == a.rank) {
         v = loadWord(send, i, bytes, sendAligned);
       } else {
-        const char* slot = a.scratch + packetSlotOffset(a, parity, r);
+        const char* slot = a.scratch + packetSlotOffset(a, parity, kPacketReduce, r);
         v = reinterpret_cast<const mscclppLL16Packet*>(slot)[i].read(flag, a.maxSpins);
       }
       acc = r == 0 ? v : applyWord<T, Op>(acc, v);

@@ -60,10 +60,12 @@ static_assert(sizeof(Args) == 104 && offsetof(Args, maxSpins) == 96, "Args is mi
 static_assert(sizeof(State) == 8 + 4 * kMaxBlocks, "State is sized by collectives.stateBytes");
 
 // Scratch layout (the same on every rank):
-//   packet region: 2 parities x nRanks slots x slotBytes; slot r holds rank r's packets
+//   packet region: 2 parities x 2 phases x nRanks slots x slotBytes; slot r holds rank r's
+//     packets (the one-shot kernels use phase kPacketReduce only)
 //   data banks at dataOffset: 2 banks x 2 regions x nRanks x kMaxBlocks x chunkBytes
-__device__ __forceinline__ uint64_t packetSlotOffset(const Args& a, uint32_t parity, uint64_t slot) {
-  return (parity * a.nRanks + slot) * a.slotBytes;
+enum PacketPhase : uint32_t { kPacketReduce = 0, kPacketGather = 1 };
+__device__ __forceinline__ uint64_t packetSlotOffset(const Args& a, uint32_t parity, uint32_t phase, uint64_t slot) {
+  return ((uint64_t(parity) * 2 + phase) * a.nRanks + slot) * a.slotBytes;
 }
 __device__ __forceinline__ uint64_t dataSlotOffset(const Args& a, uint32_t bank, uint32_t region, uint64_t slot,
                                                    uint32_t block) {
