@@ -138,6 +138,7 @@ examples: $(EXAMPLES) cuda-examples ## build the C/C++ and CUDA examples against
 capi-test: $(TEST_BINS) ## C ABI refusals, log handler and error strings, from C++ and C programs
 	$(BUILD)/tests/refusals
 	./tests/capi/core_c_exports.sh $(LIB) include/mscclpp/core.h
+	./tests/capi/core_c_exports.sh $(LIB) include/mscclpp/collectives.h
 	$(BUILD)/tests/core_refusals
 
 examples-test: examples ## run the examples under mpirun with $(NP) ranks

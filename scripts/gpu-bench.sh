@@ -32,7 +32,7 @@ if [ -x "$build/bin/mscclpp-bench" ]; then
 		for graph in 0 1; do
 			echo "==== mscclpp-bench -op $coll --compare-nccl -G $graph ($np ranks) $(date -u +%FT%TZ)"
 			timeout --kill-after=10 300 $mpirun -np "$np" \
-				"$build/bin/mscclpp-bench" -op "$coll" -b 8 -e 1G -f 4 --compare-nccl -G "$graph" \
+				"$build/bin/mscclpp-bench" -op "$coll" -b 8 -e 1G -f 2 -w 5 -n 30 --compare-nccl -G "$graph" \
 				--json "$build/gpu-bench/$coll-G$graph.json" --plot "$build/gpu-bench/$coll-G$graph.png" || status=1
 		done
 	done

@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, getpid under -std=c11 */
 
+#include <mscclpp/collectives.h>
 #include <mscclpp/core.h>
 
 #include <pthread.h>
@@ -389,12 +390,34 @@ static void* twoRanks(void* arg) {
   return NULL;
 }
 
+/* The collectives' C API (mscclpp/collectives.h): NULL and released handles are refused before any
+ * GPU work; the calls with valid handles run on the GPU host (tests/gpu/collectives). */
+static void collectiveRefusals(void) {
+  mscclppCollComm_t cc = NULL;
+  int i = 0;
+  char buf[64];
+  EXPECT_REFUSED(mscclppCollCommCreate(NULL, 0, &cc), mscclppInvalidArgument, "communicator is NULL");
+  EXPECT_REFUSED(mscclppCollCommDestroy(NULL), mscclppInvalidArgument, "collective communicator is NULL");
+  EXPECT_REFUSED(mscclppCollCommRank(NULL, &i), mscclppInvalidArgument, "collective communicator is NULL");
+  EXPECT_REFUSED(mscclppCollCommSize(NULL, &i), mscclppInvalidArgument, "collective communicator is NULL");
+  EXPECT_REFUSED(mscclppCollCommDevice(NULL, &i), mscclppInvalidArgument, "collective communicator is NULL");
+  EXPECT_REFUSED(mscclppAllReduce(buf, buf, 4, mscclppFloat32, mscclppSum, NULL, NULL), mscclppInvalidArgument,
+                 "collective communicator is NULL");
+  EXPECT_REFUSED(mscclppAllGather(buf, buf, 4, mscclppFloat32, NULL, NULL), mscclppInvalidArgument,
+                 "collective communicator is NULL");
+  /* A handle that was never the library's. */
+  EXPECT_REFUSED(mscclppAllReduce(buf, buf, 4, mscclppFloat32, mscclppSum, (mscclppCollComm_t)buf, NULL),
+                 mscclppInvalidUsage, "collective communicator");
+  expect(cc == NULL, "a refused mscclppCollCommCreate leaves *collComm NULL");
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   expectResult(mscclppSetLogHandler(captureLog), mscclppSuccess, "SetLogHandler");
   expectResult(mscclppSetBootstrapConnTimeout(20), mscclppSuccess, "SetBootstrapConnTimeout(20)");
 
   nullRefusals();
+  collectiveRefusals();
   liveAndReleasedRefusals();
   oneRank();
 
