@@ -33,7 +33,7 @@ enum ReduceOp : uint32_t { kSum = 0, kMax = 2, kMin = 3 };
 // Per-communicator state in device memory; zeroed at setup, kept across launches (and CUDA graph
 // replays), identical on every rank after every call because every rank runs the same calls.
 struct State {
-  uint32_t calls;               // collectives finished: packet flag = calls + 1, packet parity = calls & 1
+  uint32_t calls;               // collectives finished: packet flag = packetFlag(calls), parity = calls & 1
   uint32_t blocksDone;          // blocks of the running kernel that finished; the last one resets it
   uint32_t rounds[kMaxBlocks];  // semaphore rounds block b has run: its data bank = rounds[b] & 1
 };
@@ -166,6 +166,10 @@ __device__ __forceinline__ void copyBytes(void* dst, const void* src, uint64_t b
   const unsigned char* sb = static_cast<const unsigned char*>(src);
   for (uint64_t b = done + threadId; b < bytes; b += numThreads) db[b] = sb[b];
 }
+
+// The packet flag of call number `calls`: never 0, the value of packet memory nobody wrote, so
+// after 2^32 - 1 calls the flags wrap to 1 instead of 0.
+__device__ __forceinline__ uint32_t packetFlag(uint32_t calls) { return calls % 0xffffffffu + 1; }
 
 // ---- Calls --------------------------------------------------------------------------------------
 
