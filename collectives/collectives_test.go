@@ -2,13 +2,18 @@ package collectives
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mscclpp-go/mscclpp/core"
+	"github.com/mscclpp-go/mscclpp/core/bootstrap"
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/kernels"
 )
 
 func TestChooseAllReduce(t *testing.T) {
@@ -128,4 +133,59 @@ func TestTypesAndOps(t *testing.T) {
 	assert.Equal(t, "DataType(1)", DataType(1).String())
 	assert.False(t, Op(1).Valid())
 	assert.Equal(t, "min", Min.String())
+}
+
+// TestNewWithoutGPU: on a machine without a usable GPU (CI), New fails with the driver layer's
+// error, wrapped with what it was doing, and leaves nothing behind.
+func TestNewWithoutGPU(t *testing.T) {
+	if n, err := cuda.DeviceCount(); err == nil && n > 0 {
+		t.Skip("this machine has a GPU")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	root, err := bootstrap.NewRoot(bootstrap.Options{})
+	require.NoError(t, err)
+	defer root.Close()
+	b, err := bootstrap.Join(ctx, root.ID(), 0, 1, bootstrap.Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	cctx := core.NewContext()
+	defer cctx.Close()
+
+	c, err := New(ctx, core.NewCommunicator(b, cctx), 0)
+	require.Error(t, err)
+	assert.Nil(t, c)
+	assert.True(t, errors.Is(err, cuda.ErrNoDevice) || errors.Is(err, cuda.ErrDriverNotFound), "%v", err)
+	assert.Contains(t, err.Error(), "new collective communicator (rank 0 of 1, GPU 0)")
+}
+
+// TestCallsOnAClosedComm: a closed Comm refuses calls with ErrClosed (after the argument checks).
+func TestCallsOnAClosedComm(t *testing.T) {
+	c := &Comm{nRanks: 2, closed: true}
+	const p = cuda.DevicePtr(0x10000)
+	err := c.AllReduce(p, p, 4, Float32, Sum, cuda.Stream{})
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, err, errs.ErrInvalidUsage)
+	assert.ErrorIs(t, c.AllGather(p, p, 4, Float32, cuda.Stream{}), ErrClosed)
+	assert.ErrorIs(t, c.AllReduce(p, p, 4, Float32, Op(1), cuda.Stream{}), errs.ErrInvalidArgument)
+	assert.NoError(t, c.AllReduce(0, 0, 0, Float32, Sum, cuda.Stream{}), "count 0 is a no-op")
+	assert.ErrorIs(t, c.Close(), ErrClosed)
+}
+
+// TestEveryKernelIsInItsModule: each entry point a call may launch is found in exactly the
+// embedded module that declares it (no GPU needed: the PTX is text).
+func TestEveryKernelIsInItsModule(t *testing.T) {
+	mods, err := kernels.Modules()
+	require.NoError(t, err)
+	names := make([]string, len(mods))
+	for i, m := range mods {
+		names[i] = m.Name
+	}
+	for _, k := range kernelNames() {
+		i, ok := moduleFor(k, names)
+		require.True(t, ok, k)
+		assert.Contains(t, string(mods[i].PTX), ".entry "+k+"(", "%s should be in module %s", k, names[i])
+	}
+	_, ok := moduleFor("mscclpp_allreduce_nothing_f32", names)
+	assert.False(t, ok)
 }

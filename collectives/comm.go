@@ -21,9 +21,9 @@ import (
 // ErrClosed: the Comm was closed.
 var ErrClosed = errs.New(errs.ErrInvalidUsage, "collective communicator is closed")
 
-// spinLimit bounds every wait of the kernels (polls of a flag or a semaphore): about a minute or
-// more of waiting for a peer that never comes, after which the kernel traps (the stream reports
-// a CUDA error) instead of hanging the GPU forever.
+// spinLimit bounds every wait of the kernels (polls of a flag or a semaphore): minutes of waiting
+// for a peer that never comes, after which the kernel traps (the stream reports a CUDA error)
+// instead of hanging the GPU forever.
 const spinLimit = int64(1) << 30
 
 // Comm runs collectives among the ranks of a core.Communicator, one GPU per rank.
@@ -254,23 +254,33 @@ func kernelNames() []string {
 	return names
 }
 
-// function returns the kernel named name, from the module named by its prefix
-// ("mscclpp_allreduce_packet_f32" is in module allreduce_packet).
+// function returns the kernel named name, from the module moduleFor names.
 func (c *Comm) function(name string) (cuda.Function, error) {
 	if f, ok := c.funcs[name]; ok {
 		return f, nil
 	}
-	for i, m := range c.modNames {
+	i, ok := moduleFor(name, c.modNames)
+	if !ok {
+		return cuda.Function{}, fmt.Errorf("kernel %s is not in the embedded modules: %w", name, errs.ErrInternal)
+	}
+	f, err := c.modules[i].Function(name)
+	if err != nil {
+		return cuda.Function{}, err
+	}
+	c.funcs[name] = f
+	return f, nil
+}
+
+// moduleFor returns the index of the module of kernel name in modNames: the module named by the
+// kernel's prefix ("mscclpp_allreduce_packet_f32" is in "allreduce_packet", not in
+// "allreduce_packet2").
+func moduleFor(name string, modNames []string) (int, bool) {
+	for i, m := range modNames {
 		if strings.HasPrefix(name, "mscclpp_"+m+"_") || name == "mscclpp_"+m {
-			f, err := c.modules[i].Function(name)
-			if err != nil {
-				return cuda.Function{}, err
-			}
-			c.funcs[name] = f
-			return f, nil
+			return i, true
 		}
 	}
-	return cuda.Function{}, fmt.Errorf("kernel %s is not in the embedded modules: %w", name, errs.ErrInternal)
+	return 0, false
 }
 
 // onGPU runs f with the Comm's GPU context pushed on the calling OS thread (and popped after),
