@@ -100,7 +100,15 @@ kernels-check: ## fail when the committed PTX is not what kernels/src compiles t
 		cmp -s $(BUILD)/ptx-check/$$name.ptx kernels/ptx/$$name.ptx || { echo "kernels/ptx/$$name.ptx is stale: run make kernels"; exit 1; }; \
 	done
 	@test "$$(ls kernels/ptx | wc -l)" -eq "$(words $(KERNEL_SRC))" || { echo "kernels/ptx has PTX without a source"; exit 1; }
-	@echo "kernels-check: $(words $(KERNEL_SRC)) PTX files up to date"
+	@# Register spills would slow the kernels down: ptxas (the toolkit's, close to the driver's JIT)
+	@# must fit every kernel in registers on the architectures the PTX targets.
+	@for ptx in $(KERNEL_PTX); do \
+		for arch in sm_80 sm_90; do \
+			spills=$$(ptxas -arch=$$arch -v $$ptx -o /dev/null 2>&1 | grep -c '[1-9][0-9]* bytes spill stores'); \
+			[ "$$spills" -eq 0 ] || { echo "$$ptx: $$spills kernels spill registers on $$arch"; exit 1; }; \
+		done; \
+	done
+	@echo "kernels-check: $(words $(KERNEL_SRC)) PTX files up to date, no register spills on sm_80 and sm_90"
 
 abi-check: ## the legacy header's sizes, offsets, enums and macros, compiled by g++ and nvcc
 	./tests/abi/run.sh
