@@ -11,7 +11,9 @@
 // across ranks into recvbuf (in place when they are equal); AllGather gathers sendCount
 // elements of every rank into recvbuf, rank r's at r*sendCount (in place when sendbuf is the
 // rank's own part of recvbuf). Buffers are device memory of the Comm's GPU, aligned to their
-// element size; any count works. Every rank must issue the same calls in the same order.
+// element size; any count works. Every rank must issue the same calls in the same order, and the
+// calls of one Comm must run one after the other on the GPU: queue them on one stream (or order
+// their streams with events). For collectives that overlap, use one Comm per stream.
 //
 // Algorithms (see docs/PERFORMANCE.md for the measured crossovers):
 //   - packet: one-shot with LL packets (data and flag in one 16-byte store) into the peers'

@@ -6,7 +6,9 @@
  * calls mscclppCollCommCreate, each with its own GPU). After that, a collective only queues one
  * kernel on the caller's stream and returns: no allocation, no host synchronisation, so calls can
  * be captured in a CUDA graph and replayed. Every rank must issue the same collectives in the same
- * order. Buffers are device memory of the communicator's GPU, aligned to their element size; any
+ * order, and the collectives of one communicator must run one after the other on the GPU: queue
+ * them on one stream (or order the streams with events); for collectives that overlap, create one
+ * collective communicator per stream. Buffers are device memory of the communicator's GPU, aligned to their element size; any
  * count works (0 does nothing).
  *
  * Data moves through the communicator's scratch buffers over CUDA IPC (NVLink or PCIe between
