@@ -89,10 +89,10 @@ func mscclppCollCommDevice(comm C.mscclppCollComm_t, device *C.int) C.mscclppRes
 // maxCount is the largest element count the Go API takes (an int).
 const maxCount = C.size_t(^uint(0) >> 1)
 
-//export mscclppAllReduce
-func mscclppAllReduce(send, recv unsafe.Pointer, count C.size_t, dt C.mscclppDataType_t, op C.mscclppRedOp_t,
-	comm C.mscclppCollComm_t, stream C.mscclppStream_t) C.mscclppResult_t {
-	return call("mscclppAllReduce", func() error {
+// collCall is the common part of the collectives' exports: the communicator's lookup and the
+// count's range, then body with the count as an int.
+func collCall(op string, comm C.mscclppCollComm_t, count C.size_t, body func(c *collectives.Comm, n int) error) C.mscclppResult_t {
+	return call(op, func() error {
 		c, err := collComms.lookup(unsafe.Pointer(comm))
 		if err != nil {
 			return err
@@ -100,7 +100,15 @@ func mscclppAllReduce(send, recv unsafe.Pointer, count C.size_t, dt C.mscclppDat
 		if count > maxCount {
 			return invalidArg("count %d is too large", uint64(count))
 		}
-		return c.AllReduce(cuda.DevicePtr(uintptr(send)), cuda.DevicePtr(uintptr(recv)), int(count),
+		return body(c, int(count))
+	})
+}
+
+//export mscclppAllReduce
+func mscclppAllReduce(send, recv unsafe.Pointer, count C.size_t, dt C.mscclppDataType_t, op C.mscclppRedOp_t,
+	comm C.mscclppCollComm_t, stream C.mscclppStream_t) C.mscclppResult_t {
+	return collCall("mscclppAllReduce", comm, count, func(c *collectives.Comm, n int) error {
+		return c.AllReduce(cuda.DevicePtr(uintptr(send)), cuda.DevicePtr(uintptr(recv)), n,
 			collectives.DataType(dt), collectives.Op(op), cuda.StreamFromHandle(unsafe.Pointer(stream)))
 	})
 }
@@ -108,15 +116,8 @@ func mscclppAllReduce(send, recv unsafe.Pointer, count C.size_t, dt C.mscclppDat
 //export mscclppAllGather
 func mscclppAllGather(send, recv unsafe.Pointer, count C.size_t, dt C.mscclppDataType_t,
 	comm C.mscclppCollComm_t, stream C.mscclppStream_t) C.mscclppResult_t {
-	return call("mscclppAllGather", func() error {
-		c, err := collComms.lookup(unsafe.Pointer(comm))
-		if err != nil {
-			return err
-		}
-		if count > maxCount {
-			return invalidArg("count %d is too large", uint64(count))
-		}
-		return c.AllGather(cuda.DevicePtr(uintptr(send)), cuda.DevicePtr(uintptr(recv)), int(count),
+	return collCall("mscclppAllGather", comm, count, func(c *collectives.Comm, n int) error {
+		return c.AllGather(cuda.DevicePtr(uintptr(send)), cuda.DevicePtr(uintptr(recv)), n,
 			collectives.DataType(dt), cuda.StreamFromHandle(unsafe.Pointer(stream)))
 	})
 }

@@ -102,14 +102,28 @@ func allReduceKernel(algo string, dt DataType) string {
 	return "mscclpp_allreduce_" + algo + "_" + dataTypes[dt].suffix
 }
 
+// allGatherKernel is the entry point of algo (AllGather moves bytes: one kernel for every type).
+func allGatherKernel(algo string) string { return "mscclpp_allgather_" + algo }
+
+// kernelNames lists every entry point a call may launch.
+func kernelNames() []string {
+	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoPut)}
+	for dt := range dataTypes {
+		for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG} {
+			names = append(names, allReduceKernel(algo, dt))
+		}
+	}
+	return names
+}
+
 // chooseAllGather picks the algorithm and grid for bytes per rank across nRanks.
 func chooseAllGather(bytes uint64, nRanks int, forced string) plan {
 	switch {
 	case forced == AlgoPacket && bytes <= packetMaxBytes,
 		forced == AlgoAuto && bytes <= allGatherPacketLimit(nRanks):
-		return plan{AlgoPacket, "mscclpp_allgather_packet", packetBlocks(bytes), packetThreads}
+		return plan{AlgoPacket, allGatherKernel(AlgoPacket), packetBlocks(bytes), packetThreads}
 	}
-	return plan{AlgoPut, "mscclpp_allgather_put", roundBlocks(bytes), putThreads}
+	return plan{AlgoPut, allGatherKernel(AlgoPut), roundBlocks(bytes), putThreads}
 }
 
 // packetBlocks: one packet per thread until maxBlocks blocks, then several per thread.

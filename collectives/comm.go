@@ -243,17 +243,6 @@ func upload(dst cuda.DevicePtr, b []byte) error {
 	return errors.Join(err, cuda.MemFreeHost(host))
 }
 
-// kernelNames lists every entry point a call may launch.
-func kernelNames() []string {
-	names := []string{"mscclpp_allgather_packet", "mscclpp_allgather_put"}
-	for _, d := range dataTypes {
-		for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG} {
-			names = append(names, "mscclpp_allreduce_"+algo+"_"+d.suffix)
-		}
-	}
-	return names
-}
-
 // function returns the kernel named name, from the module moduleFor names.
 func (c *Comm) function(name string) (cuda.Function, error) {
 	if f, ok := c.funcs[name]; ok {

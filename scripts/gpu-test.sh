@@ -70,14 +70,19 @@ else
 	result "build bootstrap example" 1
 fi
 
+# build_cuda SRC OUT: compiles a CUDA program against build/ (and MPI, for those that use it).
+build_cuda() {
+	nvcc $nvcc_flags "$1" -o "$2" -L"$build/lib" -lmscclpp -Xlinker "-rpath,$build/lib" \
+		-Xlinker "$(echo $mpi_lib | sed 's/ /,/g')" 2>&1
+}
+
 # 3. CUDA programs: the legacy-header tests, the device-handle test and the tutorials. A program
 # that includes mpi.h runs one rank per GPU under mpirun; the others run as one process.
 nvcc_flags="-std=c++17 -O2 -arch=sm_90 -I$build/include $mpi_inc -DOMPI_SKIP_MPICXX"
 for src in examples/mpi/legacy_*/main.cu examples/mpi/channels_*/main.cu examples/mpi/collectives/main.cu examples/tutorials/*/main.cu; do
 	[ -e "$src" ] || continue
 	name=$(basename "$(dirname "$src")")
-	if nvcc $nvcc_flags "$src" -o "$bin/$name" -L"$build/lib" -lmscclpp -Xlinker "-rpath,$build/lib" \
-		-Xlinker "$(echo $mpi_lib | sed 's/ /,/g')" 2>&1; then
+	if build_cuda "$src" "$bin/$name"; then
 		if grep -q '#include <mpi.h>' "$src"; then
 			run "$name" 300 $mpirun -np "$np" "$bin/$name"
 		else
@@ -91,8 +96,7 @@ done
 # 4. The collectives' correctness checks, once with the algorithms chosen by size and once with
 # each algorithm forced for every size it can take.
 src=tests/gpu/collectives/main.cu
-if nvcc $nvcc_flags "$src" -o "$bin/collectives" -L"$build/lib" -lmscclpp -Xlinker "-rpath,$build/lib" \
-	-Xlinker "$(echo $mpi_lib | sed 's/ /,/g')" 2>&1; then
+if build_cuda "$src" "$bin/collectives"; then
 	run "collectives (auto)" 600 $mpirun -np "$np" "$bin/collectives"
 	run "collectives (packet)" 600 env MSCCLPP_ALLREDUCE_ALGO=packet MSCCLPP_ALLGATHER_ALGO=packet \
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick
