@@ -24,18 +24,15 @@ __device__ __forceinline__ void allgatherPacket(const Args& a) {
 
   for (uint64_t i = tid; i < words; i += nThreads) {
     const uint64_t v = loadWord(send, i, bytes, sendAligned);
-    for (uint32_t p = 0; p < nPeers; ++p) {
-      char* peerScratch = static_cast<char*>(a.channels[p].dst);
-      reinterpret_cast<mscclppLL16Packet*>(peerScratch + mySlot)[i].write(v, flag);
-    }
+    writePacketToPeers(a, mySlot, i, v, flag);
     if (!inPlace) storeWord(mine, i, bytes, aligned(mine, 8), v);
   }
   for (uint32_t p = 0; p < nPeers; ++p) {
     const uint64_t r = peerRank(a, p);
-    const mscclppLL16Packet* slot = reinterpret_cast<const mscclppLL16Packet*>(a.scratch + packetSlotOffset(a, parity, kPacketReduce, r));
+    const uint64_t slot = packetSlotOffset(a, parity, kPacketReduce, r);
     char* out = recv + r * bytes;
     const bool outAligned = aligned(out, 8);
-    for (uint64_t i = tid; i < words; i += nThreads) storeWord(out, i, bytes, outAligned, slot[i].read(flag, a.maxSpins));
+    for (uint64_t i = tid; i < words; i += nThreads) storeWord(out, i, bytes, outAligned, readPacket(a, slot, i, flag));
   }
   finishCall(a.state);
 }

@@ -15,7 +15,6 @@ __device__ __forceinline__ void allreducePacket(const Args& a) {
   const uint32_t parity = a.state->calls & 1;
   const uint64_t bytes = a.count * sizeof(T);
   const uint64_t words = ceilDiv(bytes, mscclppLL16Packet::kPayloadBytes);
-  const uint32_t nPeers = a.nRanks - 1;
   const char* send = static_cast<const char*>(a.send);
   char* recv = static_cast<char*>(a.recv);
   const bool sendAligned = aligned(send, 8), recvAligned = aligned(recv, 8);
@@ -25,11 +24,7 @@ __device__ __forceinline__ void allreducePacket(const Args& a) {
 
   // 1. This rank's words to every peer.
   for (uint64_t i = tid; i < words; i += nThreads) {
-    const uint64_t v = loadWord(send, i, bytes, sendAligned);
-    for (uint32_t p = 0; p < nPeers; ++p) {
-      char* peerScratch = static_cast<char*>(a.channels[p].dst);
-      reinterpret_cast<mscclppLL16Packet*>(peerScratch + mySlot)[i].write(v, flag);
-    }
+    writePacketToPeers(a, mySlot, i, loadWord(send, i, bytes, sendAligned), flag);
   }
   // 2. Every rank's word i, reduced in rank order.
   for (uint64_t i = tid; i < words; i += nThreads) {
@@ -39,8 +34,7 @@ __device__ __forceinline__ void allreducePacket(const Args& a) {
       if (r == a.rank) {
         v = loadWord(send, i, bytes, sendAligned);
       } else {
-        const char* slot = a.scratch + packetSlotOffset(a, parity, kPacketReduce, r);
-        v = reinterpret_cast<const mscclppLL16Packet*>(slot)[i].read(flag, a.maxSpins);
+        v = readPacket(a, packetSlotOffset(a, parity, kPacketReduce, r), i, flag);
       }
       acc = r == 0 ? v : applyWord<T, Op>(acc, v);
     }

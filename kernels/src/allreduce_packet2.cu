@@ -44,24 +44,20 @@ __device__ __forceinline__ void allreducePacket2(const Args& a) {
       if (r == a.rank) {
         v = loadWord(send, myFirst + i, bytes, sendAligned);
       } else {
-        const char* slot = a.scratch + packetSlotOffset(a, parity, kPacketReduce, r);
-        v = reinterpret_cast<const mscclppLL16Packet*>(slot)[i].read(flag, a.maxSpins);
+        v = readPacket(a, packetSlotOffset(a, parity, kPacketReduce, r), i, flag);
       }
       acc = r == 0 ? v : applyWord<T, Op>(acc, v);
     }
     storeWord(recv, myFirst + i, bytes, recvAligned, acc);
-    for (uint32_t p = 0; p < nPeers; ++p) {
-      reinterpret_cast<mscclppLL16Packet*>(static_cast<char*>(a.channels[p].dst) + myGatherSlot)[i].write(acc, flag);
-    }
+    writePacketToPeers(a, myGatherSlot, i, acc, flag);
   }
   // 3. The peers' reduced shards.
   for (uint32_t p = 0; p < nPeers; ++p) {
     const uint64_t r = peerRank(a, p);
     const uint64_t first = r * shardWords;
     const uint64_t n = clampLen(first, shardWords, words);
-    const mscclppLL16Packet* slot =
-        reinterpret_cast<const mscclppLL16Packet*>(a.scratch + packetSlotOffset(a, parity, kPacketGather, r));
-    for (uint64_t i = tid; i < n; i += nThreads) storeWord(recv, first + i, bytes, recvAligned, slot[i].read(flag, a.maxSpins));
+    const uint64_t slot = packetSlotOffset(a, parity, kPacketGather, r);
+    for (uint64_t i = tid; i < n; i += nThreads) storeWord(recv, first + i, bytes, recvAligned, readPacket(a, slot, i, flag));
   }
   finishCall(a.state);
 }

@@ -171,6 +171,21 @@ __device__ __forceinline__ void copyBytes(void* dst, const void* src, uint64_t b
 // after 2^32 - 1 calls the flags wrap to 1 instead of 0.
 __device__ __forceinline__ uint32_t packetFlag(uint32_t calls) { return calls % 0xffffffffu + 1; }
 
+// ---- Packets ------------------------------------------------------------------------------------
+
+// Writes word v, flagged, as packet i of the slot at slotOffset in every peer's scratch.
+__device__ __forceinline__ void writePacketToPeers(const Args& a, uint64_t slotOffset, uint64_t i, uint64_t v,
+                                                   uint32_t flag) {
+  for (uint32_t p = 0; p < a.nRanks - 1; ++p) {
+    char* peerScratch = static_cast<char*>(a.channels[p].dst);
+    reinterpret_cast<mscclppLL16Packet*>(peerScratch + slotOffset)[i].write(v, flag);
+  }
+}
+// Waits for packet i of the slot at slotOffset in this rank's scratch and returns its word.
+__device__ __forceinline__ uint64_t readPacket(const Args& a, uint64_t slotOffset, uint64_t i, uint32_t flag) {
+  return reinterpret_cast<const mscclppLL16Packet*>(a.scratch + slotOffset)[i].read(flag, a.maxSpins);
+}
+
 // ---- Calls --------------------------------------------------------------------------------------
 
 // Every block calls it last: the last block to finish counts the call. The next kernel on the
