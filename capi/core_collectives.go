@@ -56,6 +56,51 @@ func mscclppCollCommDestroy(comm C.mscclppCollComm_t) C.mscclppResult_t {
 	})
 }
 
+// The zero-copy registrations (collectives.h).
+var collRegistrations = newHandleTable[*collectives.Registration]("collective registration")
+
+//export mscclppCollRegister
+func mscclppCollRegister(comm C.mscclppCollComm_t, buff unsafe.Pointer, size C.size_t, out *C.mscclppCollRegistration_t) C.mscclppResult_t {
+	return call("mscclppCollRegister", func() error {
+		if out == nil {
+			return invalidArg("registration is NULL")
+		}
+		*out = nil
+		c, err := collComms.lookup(unsafe.Pointer(comm))
+		if err != nil {
+			return err
+		}
+		// The exchange with the peers ends by itself within the bootstrap timeout.
+		r, err := c.Register(context.Background(), cuda.DevicePtr(uintptr(buff)), uint64(size))
+		if err != nil {
+			return err
+		}
+		*out = C.mscclppCollRegistration_t(collRegistrations.register(r))
+		return nil
+	})
+}
+
+//export mscclppCollDeregister
+func mscclppCollDeregister(comm C.mscclppCollComm_t, reg C.mscclppCollRegistration_t) C.mscclppResult_t {
+	return call("mscclppCollDeregister", func() error {
+		c, err := collComms.lookup(unsafe.Pointer(comm))
+		if err != nil {
+			return err
+		}
+		r, err := collRegistrations.lookup(unsafe.Pointer(reg))
+		if err != nil {
+			return err
+		}
+		if r.Comm() != c {
+			return invalidArg("the registration belongs to another collective communicator")
+		}
+		if _, err := collRegistrations.release(unsafe.Pointer(reg)); err != nil {
+			return err
+		}
+		return r.Close()
+	})
+}
+
 // collCommQuery writes one property of a collective communicator to *out.
 func collCommQuery(op string, comm C.mscclppCollComm_t, out *C.int, get func(c *collectives.Comm) int) C.mscclppResult_t {
 	return call(op, func() error {

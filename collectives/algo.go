@@ -11,15 +11,17 @@ const (
 	AlgoPacket2 = "packet2" // two-shot LL packets: reduce-scatter and all-gather (AllReduce)
 	AlgoRSAG    = "rsag"    // reduce-scatter + all-gather rounds (AllReduce)
 	AlgoPut     = "put"     // copies and a signal per round (AllGather)
+	AlgoDirect  = "direct"  // zero-copy, straight between registered user buffers (AllReduce and AllGather)
 )
 
 // Launch shapes and limits. maxBlocks must equal coll::kMaxBlocks of kernels/src/common.cuh.
 const (
 	maxBlocks       = 64
-	packetThreads   = 512  // coll::kPacketThreads
-	rsagThreads     = 512  // coll::kRsagThreads
-	putThreads      = 1024 // coll::kPutThreads
-	packetWordBytes = 8    // data bytes per LL16 packet
+	packetThreads   = 512         // coll::kPacketThreads
+	rsagThreads     = 512         // coll::kRsagThreads
+	putThreads      = 1024        // coll::kPutThreads
+	directThreads   = rsagThreads // AllReduce direct; AllGather direct uses putThreads
+	packetWordBytes = 8           // data bytes per LL16 packet
 
 	// packetMaxBytes is the most data one rank's packet slot carries (its slot holds twice as
 	// many packet bytes): the ceiling of the packet algorithms, forced or not.
@@ -66,14 +68,20 @@ type plan struct {
 	threads int
 }
 
-// chooseAllReduce picks the algorithm and grid for bytes of dt across nRanks; forced is
-// MSCCLPP_ALLREDUCE_ALGO ("auto" or an algorithm name). A forced packet algorithm whose packets
-// would not fit a packet slot falls back to rsag.
-func chooseAllReduce(bytes uint64, dt DataType, nRanks int, forced string) plan {
+// chooseAllReduce picks the algorithm and grid for bytes of dt across nRanks; zeroCopy says
+// that send and recv are registered (so direct may run); forced is MSCCLPP_ALLREDUCE_ALGO
+// ("auto" or an algorithm name). A forced packet algorithm whose packets would not fit a packet
+// slot falls back to rsag; a forced direct without registered buffers is auto.
+func chooseAllReduce(bytes uint64, dt DataType, nRanks int, zeroCopy bool, forced string) plan {
 	fitsOneShot := bytes <= packetMaxBytes
 	fitsTwoShot := (bytes+uint64(nRanks)*packetWordBytes-1)/(uint64(nRanks)*packetWordBytes)*packetWordBytes <= packetMaxBytes
+	if forced == AlgoDirect && !zeroCopy {
+		forced = AlgoAuto
+	}
 	algo := AlgoRSAG
 	switch forced {
+	case AlgoDirect:
+		algo = AlgoDirect
 	case AlgoPacket:
 		if fitsOneShot {
 			algo = AlgoPacket
@@ -86,13 +94,18 @@ func chooseAllReduce(bytes uint64, dt DataType, nRanks int, forced string) plan 
 		switch {
 		case bytes <= allReducePacketLimit(nRanks):
 			algo = AlgoPacket
+		case zeroCopy:
+			algo = AlgoDirect
 		case bytes <= allReducePacket2Limit(nRanks) && fitsTwoShot:
 			algo = AlgoPacket2
 		}
 	}
 	kernel := allReduceKernel(algo, dt)
-	if algo == AlgoRSAG {
+	switch algo {
+	case AlgoRSAG:
 		return plan{algo, kernel, roundBlocks(bytes / uint64(nRanks)), rsagThreads}
+	case AlgoDirect:
+		return plan{algo, kernel, roundBlocks(bytes / uint64(nRanks)), directThreads}
 	}
 	return plan{algo, kernel, packetBlocks(bytes), packetThreads}
 }
@@ -107,21 +120,27 @@ func allGatherKernel(algo string) string { return "mscclpp_allgather_" + algo }
 
 // kernelNames lists every entry point a call may launch.
 func kernelNames() []string {
-	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoPut)}
+	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect)}
 	for dt := range dataTypes {
-		for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG} {
+		for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG, AlgoDirect} {
 			names = append(names, allReduceKernel(algo, dt))
 		}
 	}
 	return names
 }
 
-// chooseAllGather picks the algorithm and grid for bytes per rank across nRanks.
-func chooseAllGather(bytes uint64, nRanks int, forced string) plan {
+// chooseAllGather picks the algorithm and grid for bytes per rank across nRanks; zeroCopy says
+// that recv is registered (so direct may run).
+func chooseAllGather(bytes uint64, nRanks int, zeroCopy bool, forced string) plan {
+	if forced == AlgoDirect && !zeroCopy {
+		forced = AlgoAuto
+	}
 	switch {
 	case forced == AlgoPacket && bytes <= packetMaxBytes,
 		forced == AlgoAuto && bytes <= allGatherPacketLimit(nRanks):
 		return plan{AlgoPacket, allGatherKernel(AlgoPacket), packetBlocks(bytes), packetThreads}
+	case forced == AlgoDirect, forced == AlgoAuto && zeroCopy:
+		return plan{AlgoDirect, allGatherKernel(AlgoDirect), roundBlocks(bytes), putThreads}
 	}
 	return plan{AlgoPut, allGatherKernel(AlgoPut), roundBlocks(bytes), putThreads}
 }

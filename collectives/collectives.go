@@ -27,10 +27,11 @@ func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op O
 		return nil
 	}
 	forced, _ := forcedAlgorithms()
-	p := chooseAllReduce(bytes, dt, c.nRanks, forced)
-	args := c.args
-	args.Send, args.Recv, args.Count, args.Op = uintptr(send), uintptr(recv), uint64(count), uint64(op)
-	if err := c.launch(p, &args, s, send, recv, bytes); err != nil {
+	x := call{args: c.args, local: recv, bytes: bytes,
+		send: span{send, bytes}, recv: span{recv, bytes},
+		choose: func(zeroCopy bool) plan { return chooseAllReduce(bytes, dt, c.nRanks, zeroCopy, forced) }}
+	x.args.Send, x.args.Recv, x.args.Count, x.args.Op = uintptr(send), uintptr(recv), uint64(count), uint64(op)
+	if err := c.launch(&x, s); err != nil {
 		return fail(err)
 	}
 	return nil
@@ -54,17 +55,35 @@ func (c *Comm) AllGather(send, recv cuda.DevicePtr, sendCount int, dt DataType, 
 		return nil
 	}
 	_, forced := forcedAlgorithms()
-	p := chooseAllGather(bytes, c.nRanks, forced)
-	args := c.args
-	args.Send, args.Recv, args.Count = uintptr(send), uintptr(recv), bytes
-	if err := c.launch(p, &args, s, send, mine, bytes); err != nil {
+	x := call{args: c.args, local: mine, bytes: bytes, recv: span{recv, bytes * uint64(c.nRanks)},
+		choose: func(zeroCopy bool) plan { return chooseAllGather(bytes, c.nRanks, zeroCopy, forced) }}
+	x.args.Send, x.args.Recv, x.args.Count = uintptr(send), uintptr(recv), bytes
+	if err := c.launch(&x, s); err != nil {
 		return fail(err)
 	}
 	return nil
 }
 
-// launch queues the plan's kernel; with one rank it only copies send to dst (when they differ).
-func (c *Comm) launch(p plan, args *kernelArgs, s cuda.Stream, send, dst cuda.DevicePtr, bytes uint64) error {
+// span is a byte range of a call's buffers.
+type span struct {
+	ptr  cuda.DevicePtr
+	size uint64
+}
+
+// call is one collective, ready to launch but for the choice of its algorithm, which depends on
+// the registrations.
+type call struct {
+	args   kernelArgs
+	send   span                     // the send buffer, where zero-copy reads it (size 0: it does not)
+	recv   span                     // the receive buffer
+	choose func(zeroCopy bool) plan // the plan, given whether the buffers are registered
+	local  cuda.DevicePtr           // with one rank: where args.Send's bytes go
+	bytes  uint64
+}
+
+// launch queues the call's kernel; with one rank it only copies send to x.local (when they
+// differ).
+func (c *Comm) launch(x *call, s cuda.Stream) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -72,10 +91,23 @@ func (c *Comm) launch(p plan, args *kernelArgs, s cuda.Stream, send, dst cuda.De
 	}
 	return c.onGPU(func() error {
 		if c.nRanks == 1 {
-			if send == dst {
+			if cuda.DevicePtr(x.args.Send) == x.local {
 				return nil
 			}
-			return cuda.MemcpyAsync(dst, send, int(bytes), s)
+			return cuda.MemcpyAsync(x.local, cuda.DevicePtr(x.args.Send), int(x.bytes), s)
+		}
+		sendReg, recvReg := c.zeroCopyRegistrations(x)
+		p := x.choose(recvReg != nil)
+		if p.algo == AlgoDirect {
+			var err error
+			if sendReg != nil {
+				if x.args.SendDesc, err = sendReg.descriptor(x.send.ptr); err != nil {
+					return err
+				}
+			}
+			if x.args.RecvDesc, err = recvReg.descriptor(x.recv.ptr); err != nil {
+				return err
+			}
 		}
 		f, err := c.function(p.kernel)
 		if err != nil {
@@ -83,8 +115,27 @@ func (c *Comm) launch(p plan, args *kernelArgs, s cuda.Stream, send, dst cuda.De
 		}
 		grid := cuda.Dim3{X: uint32(p.blocks), Y: 1, Z: 1}
 		block := cuda.Dim3{X: uint32(p.threads), Y: 1, Z: 1}
-		return cuda.LaunchKernel(f, grid, block, 0, s, args.bytes())
+		return cuda.LaunchKernel(f, grid, block, 0, s, x.args.bytes())
 	})
+}
+
+// zeroCopyRegistrations returns the registrations holding the call's buffers when zero-copy
+// can run: recvReg is nil unless recv and (where the call reads it remotely) send are
+// registered and the peers fit the zero-copy kernels. c.mu is held.
+func (c *Comm) zeroCopyRegistrations(x *call) (sendReg, recvReg *Registration) {
+	if len(c.regs) == 0 || c.nRanks-1 > maxZeroCopyPeers {
+		return nil, nil
+	}
+	recvReg = c.registrationHolding(x.recv.ptr, x.recv.size)
+	if x.send.size > 0 {
+		if sendReg = c.registrationHolding(x.send.ptr, x.send.size); sendReg == nil {
+			return nil, nil
+		}
+	}
+	if recvReg == nil {
+		return nil, nil
+	}
+	return sendReg, recvReg
 }
 
 // checkCall refuses what no collective accepts.

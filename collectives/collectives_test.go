@@ -18,29 +18,39 @@ import (
 
 func TestChooseAllReduce(t *testing.T) {
 	tests := []struct {
-		bytes   uint64
-		nRanks  int
-		forced  string
-		algo    string
-		blocks  int
-		threads int
+		bytes    uint64
+		nRanks   int
+		zeroCopy bool
+		forced   string
+		algo     string
+		blocks   int
+		threads  int
 	}{
-		{4, 2, AlgoAuto, AlgoPacket, 1, packetThreads},
-		{512 << 10, 2, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
-		{512<<10 + 4, 2, AlgoAuto, AlgoRSAG, 9, rsagThreads},
-		{128<<10 + 4, 4, AlgoAuto, AlgoPacket2, 33, packetThreads},
-		{1 << 20, 4, AlgoAuto, AlgoPacket2, maxBlocks, packetThreads},
-		{1<<20 + 4, 4, AlgoAuto, AlgoRSAG, 9, rsagThreads},
-		{4 << 20, 4, AlgoPacket2, AlgoPacket2, maxBlocks, packetThreads},
-		{4<<20 + 64, 4, AlgoPacket2, AlgoRSAG, 33, rsagThreads}, // a shard beyond a packet slot
-		{2 << 20, 2, AlgoAuto, AlgoRSAG, 32, rsagThreads},
-		{1 << 30, 2, AlgoAuto, AlgoRSAG, maxBlocks, rsagThreads},
-		{4, 2, AlgoRSAG, AlgoRSAG, 1, rsagThreads},
-		{packetMaxBytes, 8, AlgoPacket, AlgoPacket, maxBlocks, packetThreads},
-		{packetMaxBytes + 4, 2, AlgoPacket, AlgoRSAG, 17, rsagThreads}, // beyond a packet slot
+		{4, 2, false, AlgoAuto, AlgoPacket, 1, packetThreads},
+		{512 << 10, 2, false, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
+		{512<<10 + 4, 2, false, AlgoAuto, AlgoRSAG, 9, rsagThreads},
+		{128<<10 + 4, 4, false, AlgoAuto, AlgoPacket2, 33, packetThreads},
+		{1 << 20, 4, false, AlgoAuto, AlgoPacket2, maxBlocks, packetThreads},
+		{1<<20 + 4, 4, false, AlgoAuto, AlgoRSAG, 9, rsagThreads},
+		{4 << 20, 4, false, AlgoPacket2, AlgoPacket2, maxBlocks, packetThreads},
+		{4<<20 + 64, 4, false, AlgoPacket2, AlgoRSAG, 33, rsagThreads}, // a shard beyond a packet slot
+		{2 << 20, 2, false, AlgoAuto, AlgoRSAG, 32, rsagThreads},
+		{1 << 30, 2, false, AlgoAuto, AlgoRSAG, maxBlocks, rsagThreads},
+		{4, 2, false, AlgoRSAG, AlgoRSAG, 1, rsagThreads},
+		{packetMaxBytes, 8, false, AlgoPacket, AlgoPacket, maxBlocks, packetThreads},
+		{packetMaxBytes + 4, 2, false, AlgoPacket, AlgoRSAG, 17, rsagThreads}, // beyond a packet slot
+		// Registered buffers: direct above the one-shot packet limit, or when forced.
+		{512 << 10, 2, true, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
+		{512<<10 + 4, 2, true, AlgoAuto, AlgoDirect, 9, directThreads},
+		{128<<10 + 4, 4, true, AlgoAuto, AlgoDirect, 2, directThreads},
+		{1 << 30, 4, true, AlgoAuto, AlgoDirect, maxBlocks, directThreads},
+		{4, 2, true, AlgoDirect, AlgoDirect, 1, directThreads},
+		{4, 2, false, AlgoDirect, AlgoPacket, 1, packetThreads}, // not registered: auto
+		{2 << 20, 2, false, AlgoDirect, AlgoRSAG, 32, rsagThreads},
+		{2 << 20, 2, true, AlgoRSAG, AlgoRSAG, 32, rsagThreads}, // forced scratch algorithms win
 	}
 	for _, tt := range tests {
-		p := chooseAllReduce(tt.bytes, Float16, tt.nRanks, tt.forced)
+		p := chooseAllReduce(tt.bytes, Float16, tt.nRanks, tt.zeroCopy, tt.forced)
 		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
 		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
 		assert.Equal(t, tt.threads, p.threads, "%+v", tt)
@@ -50,34 +60,45 @@ func TestChooseAllReduce(t *testing.T) {
 
 func TestChooseAllGather(t *testing.T) {
 	tests := []struct {
-		bytes  uint64
-		nRanks int
-		forced string
-		algo   string
+		bytes    uint64
+		nRanks   int
+		zeroCopy bool
+		forced   string
+		algo     string
 	}{
-		{1, 2, AlgoAuto, AlgoPacket},
-		{512 << 10, 2, AlgoAuto, AlgoPacket},
-		{512<<10 + 1, 2, AlgoAuto, AlgoPut},
-		{256 << 10, 4, AlgoAuto, AlgoPacket},
-		{256<<10 + 1, 4, AlgoAuto, AlgoPut},
-		{1, 2, AlgoPut, AlgoPut},
-		{packetMaxBytes, 2, AlgoPacket, AlgoPacket},
-		{packetMaxBytes + 1, 2, AlgoPacket, AlgoPut},
+		{1, 2, false, AlgoAuto, AlgoPacket},
+		{512 << 10, 2, false, AlgoAuto, AlgoPacket},
+		{512<<10 + 1, 2, false, AlgoAuto, AlgoPut},
+		{256 << 10, 4, false, AlgoAuto, AlgoPacket},
+		{256<<10 + 1, 4, false, AlgoAuto, AlgoPut},
+		{1, 2, false, AlgoPut, AlgoPut},
+		{packetMaxBytes, 2, false, AlgoPacket, AlgoPacket},
+		{packetMaxBytes + 1, 2, false, AlgoPacket, AlgoPut},
+		{512 << 10, 2, true, AlgoAuto, AlgoPacket},
+		{512<<10 + 1, 2, true, AlgoAuto, AlgoDirect},
+		{256<<10 + 1, 4, true, AlgoAuto, AlgoDirect},
+		{1, 2, true, AlgoDirect, AlgoDirect},
+		{1, 2, false, AlgoDirect, AlgoPacket},
+		{1 << 30, 2, false, AlgoDirect, AlgoPut},
+		{1 << 30, 2, true, AlgoPut, AlgoPut},
 	}
 	for _, tt := range tests {
-		p := chooseAllGather(tt.bytes, tt.nRanks, tt.forced)
+		p := chooseAllGather(tt.bytes, tt.nRanks, tt.zeroCopy, tt.forced)
 		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
 		assert.Equal(t, "mscclpp_allgather_"+tt.algo, p.kernel)
 	}
 }
 
-// TestScratchLayout: the packet slots hold packetMaxBytes of data as LL16 packets, the data
-// banks start aligned after them, and chunks are 16-byte multiples.
+// TestScratchLayout: the packet slots hold packetMaxBytes of data as LL16 packets, the
+// descriptor packets and then the data banks start aligned after them, and chunks are 16-byte
+// multiples.
 func TestScratchLayout(t *testing.T) {
 	for _, n := range []int{2, 3, 4, 8} {
 		l := scratchLayout(n)
 		assert.Equal(t, uint64(2*packetMaxBytes), l.slotBytes)
-		assert.GreaterOrEqual(t, l.dataOffset, 2*uint64(n)*l.slotBytes)
+		assert.GreaterOrEqual(t, l.descOffset, 4*uint64(n)*l.slotBytes, "2 parities x 2 phases x ranks slots")
+		assert.GreaterOrEqual(t, l.dataOffset, l.descOffset+2*maxBlocks*uint64(n)*descWords*16)
+		assert.Zero(t, l.descOffset%256)
 		assert.Zero(t, l.dataOffset%256)
 		assert.Zero(t, l.chunkBytes%16)
 		assert.GreaterOrEqual(t, l.chunkBytes, uint64(minChunkBytes))
@@ -86,7 +107,7 @@ func TestScratchLayout(t *testing.T) {
 }
 
 func TestKernelNamesCoverEveryType(t *testing.T) {
-	assert.Len(t, kernelNames(), 2+3*len(dataTypes))
+	assert.Len(t, kernelNames(), 3+4*len(dataTypes))
 }
 
 func TestCheckCall(t *testing.T) {

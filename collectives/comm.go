@@ -50,11 +50,16 @@ type Comm struct {
 	allocs   []cuda.DevicePtr
 	sems     []*core.Semaphore
 	args     kernelArgs // the fields every call shares
+
+	regTable cuda.DevicePtr                  // coll::Registration [maxRegistrations][nRanks]; 0 before the first
+	regSlots [maxRegistrations]*Registration // by table row; nil: free
+	regs     []*Registration                 // the open registrations, sorted by address
 }
 
 // layout is where things are in a scratch buffer, the same on every rank.
 type layout struct {
 	slotBytes  uint64 // one rank's packet slot
+	descOffset uint64 // start of the descriptor packets (zero-copy handshakes)
 	dataOffset uint64 // start of the data banks
 	chunkBytes uint64 // one (rank, block) data slot
 	total      uint64
@@ -64,10 +69,12 @@ func scratchLayout(nRanks int) layout {
 	const align = 256
 	slot := uint64(packetMaxBytes / packetWordBytes * 16) // LL16: 16 packet bytes per 8 data bytes
 	packets := 4 * uint64(nRanks) * slot                  // 2 parities x 2 phases x ranks
-	dataOffset := (packets + align - 1) / align * align
+	descOffset := (packets + align - 1) / align * align
+	descs := 2 * maxBlocks * uint64(nRanks) * descWords * 16 // 2 parities x blocks x ranks, LL16
+	dataOffset := (descOffset + descs + align - 1) / align * align
 	slots := uint64(4 * nRanks * maxBlocks) // 2 banks x 2 regions x ranks x blocks
 	chunk := max(minChunkBytes, dataBankBytes/slots/align*align)
-	return layout{slotBytes: slot, dataOffset: dataOffset, chunkBytes: chunk, total: dataOffset + slots*chunk}
+	return layout{slotBytes: slot, descOffset: descOffset, dataOffset: dataOffset, chunkBytes: chunk, total: dataOffset + slots*chunk}
 }
 
 // New builds this rank's Comm over comm on GPU device (a CUDA device ordinal). Collective: every
@@ -106,7 +113,7 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 	c.args = kernelArgs{
 		Channels: uintptr(c.channels), Scratch: uintptr(c.scratch), State: uintptr(c.state),
 		Rank: uint64(c.rank), NRanks: uint64(c.nRanks), SlotBytes: lay.slotBytes, ChunkBytes: lay.chunkBytes,
-		DataOffset: lay.dataOffset, MaxSpins: spinLimit,
+		DataOffset: lay.dataOffset, MaxSpins: spinLimit, DescOffset: lay.descOffset,
 	}
 	c.log.Info("collective communicator ready", "gpu", device, "ranks", c.nRanks, "scratchBytes", lay.total,
 		"chunkBytes", lay.chunkBytes, "took", time.Since(start).Round(time.Millisecond))
@@ -284,7 +291,7 @@ func (c *Comm) onGPU(f func() error) error {
 	return errors.Join(err, cuda.PopContext())
 }
 
-// Close releases the Comm's GPU memory, semaphores and kernels. Local: the caller makes sure
+// Close releases the Comm's GPU memory, semaphores, kernels and registrations. Local: the caller makes sure
 // that no collective of this Comm is still running, here or on a peer. A second Close returns
 // ErrClosed.
 func (c *Comm) Close() error {
@@ -300,6 +307,11 @@ func (c *Comm) Close() error {
 // release frees what New acquired so far.
 func (c *Comm) release() error {
 	var errList []error
+	for _, r := range c.regs {
+		r.closed = true
+		errList = append(errList, r.unmapPeers())
+	}
+	c.regs, c.regSlots = nil, [maxRegistrations]*Registration{}
 	for _, s := range c.sems {
 		errList = append(errList, s.Close())
 	}

@@ -19,13 +19,17 @@ type kernelArgs struct {
 	State      uintptr // this communicator's coll::State
 	Rank       uint64
 	NRanks     uint64
-	SlotBytes  uint64 // bytes of one rank's packet slot
-	ChunkBytes uint64 // bytes of one (rank, block) data slot
-	DataOffset uint64 // where the data banks start in the scratch
-	MaxSpins   int64  // bound of every device spin
+	SlotBytes  uint64  // bytes of one rank's packet slot
+	ChunkBytes uint64  // bytes of one (rank, block) data slot
+	DataOffset uint64  // where the data banks start in the scratch
+	MaxSpins   int64   // bound of every device spin
+	Regs       uintptr // zero-copy: the registration table (coll::Registration [maxRegistrations][nRanks])
+	SendDesc   uint64  // zero-copy: where send is, descriptor(registration, offset)
+	RecvDesc   uint64  // zero-copy: where recv is
+	DescOffset uint64  // where the descriptor packets start in the scratch
 }
 
-const kernelArgsBytes = 104
+const kernelArgsBytes = 136
 
 // bytes is the parameter as the kernel receives it.
 func (a *kernelArgs) bytes() []byte {

@@ -31,10 +31,10 @@ type Context struct {
 
 	mu       sync.Mutex // guards the fields below; taken with life read-held
 	gpus     map[int]*contextGPU
-	home     int                                  // the first GPU the context used; -1 before
-	exported map[cuda.DevicePtr]cuda.IpcMemHandle // allocation base -> its IPC handle
-	opened   map[openKey]cuda.DevicePtr           // peer allocation mapped on a GPU -> its address
-	peers    map[[2]int]bool                      // (from, to): from's context may access to's memory
+	home     int                              // the first GPU the context used; -1 before
+	exported map[allocation]cuda.IpcMemHandle // allocation -> its IPC handle
+	opened   map[openKey]*mapping             // peer allocation mapped on a GPU -> its mapping
+	peers    map[[2]int]bool                  // (from, to): from's context may access to's memory
 	conns    []*Connection
 }
 
@@ -47,6 +47,19 @@ type contextGPU struct {
 	tokens tokenPool
 }
 
+// allocation names a device allocation: its base and the driver's buffer id, which differs for
+// a buffer freed and allocated again at the same base (whose old IPC handle is stale).
+type allocation struct {
+	base cuda.DevicePtr
+	id   uint64
+}
+
+// mapping is a peer allocation mapped into one GPU's context.
+type mapping struct {
+	addr cuda.DevicePtr
+	refs int // RegisteredMemory values mapped from it and not released with UnmapMemory
+}
+
 type openKey struct {
 	handle cuda.IpcMemHandle
 	device int
@@ -57,8 +70,8 @@ func NewContext() *Context {
 	return &Context{
 		gpus:     map[int]*contextGPU{},
 		home:     -1,
-		exported: map[cuda.DevicePtr]cuda.IpcMemHandle{},
-		opened:   map[openKey]cuda.DevicePtr{},
+		exported: map[allocation]cuda.IpcMemHandle{},
+		opened:   map[openKey]*mapping{},
 		peers:    map[[2]int]bool{},
 	}
 }
@@ -199,12 +212,17 @@ func (c *Context) register(ptr cuda.DevicePtr, size uint64, ordinal int) (Regist
 		if err := checkWithin(ptr, size, base, uint64(allocSize)); err != nil {
 			return err
 		}
-		h, ok := c.exported[base]
+		id, err := cuda.PointerBufferID(base)
+		if err != nil {
+			return err
+		}
+		key := allocation{base, id}
+		h, ok := c.exported[key]
 		if !ok {
 			if h, err = cuda.IpcGetMemHandle(base); err != nil {
 				return err
 			}
-			c.exported[base] = h
+			c.exported[key] = h
 		}
 		handle = h
 		return nil
@@ -254,9 +272,9 @@ func (c *Context) Close() error {
 					errList = append(errList, conn.stream.Destroy())
 				}
 			}
-			for k, p := range c.opened {
+			for k, m := range c.opened {
 				if k.device == dev {
-					errList = append(errList, cuda.IpcCloseMemHandle(p))
+					errList = append(errList, cuda.IpcCloseMemHandle(m.addr))
 				}
 			}
 			for _, p := range g.allocs {
@@ -352,11 +370,12 @@ func (c *Context) enablePeerAccess(from, to int) error {
 }
 
 // openIPC maps the peer allocation h into GPU dev's context, once per (allocation, GPU), and
-// returns its address. c.mu is held.
+// returns its address; every call takes a reference that UnmapMemory drops. c.mu is held.
 func (c *Context) openIPC(h cuda.IpcMemHandle, dev int) (cuda.DevicePtr, error) {
 	key := openKey{h, dev}
-	if p, ok := c.opened[key]; ok {
-		return p, nil
+	if m, ok := c.opened[key]; ok {
+		m.refs++
+		return m.addr, nil
 	}
 	g, err := c.gpu(dev)
 	if err != nil {
@@ -370,8 +389,42 @@ func (c *Context) openIPC(h cuda.IpcMemHandle, dev int) (cuda.DevicePtr, error) 
 	}); err != nil {
 		return 0, fmt.Errorf("map on GPU %d: %w", dev, err)
 	}
-	c.opened[key] = p
+	c.opened[key] = &mapping{addr: p, refs: 1}
 	return p, nil
+}
+
+// UnmapMemory releases this context's mapping of m, memory of another process that
+// UnmarshalRegisteredMemory (or Communicator.RecvMemory) mapped here: the allocation is unmapped
+// once every RegisteredMemory mapped from it is released, or when the context closes. m's Data
+// must not be used afterwards. Memory of this process, which is not mapped, is left alone.
+func (c *Context) UnmapMemory(m RegisteredMemory) error {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return fmt.Errorf("unmap %v: %w", m, ErrContextClosed)
+	}
+	if m.mappedOn == notMapped {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := openKey{m.handle, m.mappedOn}
+	mp, ok := c.opened[key]
+	if !ok {
+		return fmt.Errorf("unmap %v: not mapped by this context (or unmapped already): %w", m, errs.ErrInvalidUsage)
+	}
+	if mp.refs--; mp.refs > 0 {
+		return nil
+	}
+	delete(c.opened, key)
+	g, err := c.gpu(m.mappedOn)
+	if err != nil {
+		return fmt.Errorf("unmap %v: %w", m, err)
+	}
+	if err := g.do(func() error { return cuda.IpcCloseMemHandle(mp.addr) }); err != nil {
+		return fmt.Errorf("unmap %v: %w", m, err)
+	}
+	return nil
 }
 
 // token returns 8 zeroed bytes of device memory on GPU ordinal, owned by the context. c.mu is held.

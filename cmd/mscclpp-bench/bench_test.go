@@ -78,7 +78,7 @@ func TestOptionDefaults(t *testing.T) {
 
 func TestOptionsParsed(t *testing.T) {
 	o, err := parseOptions([]string{"-b", "1K", "-e", "1G", "-f", "4", "-d", "bfloat16", "-o", "max",
-		"-op", "allgather", "--json", "x.json", "--plot", "x.png", "-c", "0", "--compare-nccl", "-G", "3"}, io.Discard)
+		"-op", "allgather", "--json", "x.json", "--plot", "x.png", "-c", "0", "--compare-nccl", "-G", "3", "-R", "1"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1024), o.minBytes)
 	assert.Equal(t, int64(1<<30), o.maxBytes)
@@ -92,6 +92,7 @@ func TestOptionsParsed(t *testing.T) {
 	assert.Equal(t, []string{implMscclpp, implNCCL}, o.impls)
 	assert.True(t, o.compare())
 	assert.Equal(t, 3, o.graph)
+	assert.True(t, o.register)
 }
 
 func TestOptionsImplAndGraph(t *testing.T) {
@@ -135,7 +136,7 @@ func TestOptionsImplAndGraph(t *testing.T) {
 
 func TestOptionsRefused(t *testing.T) {
 	for _, bad := range [][]string{{"-d", "int8"}, {"-o", "prod"}, {"-op", "alltoall"},
-		{"-f", "1"}, {"-b", "2M", "-e", "1M"}, {"-n", "0"}, {"-w", "-1"}, {"-c", "2"}, {"extra"}} {
+		{"-f", "1"}, {"-b", "2M", "-e", "1M"}, {"-n", "0"}, {"-w", "-1"}, {"-c", "2"}, {"-R", "2"}, {"extra"}} {
 		_, err := parseOptions(bad, io.Discard)
 		assert.Error(t, err, "%v", bad)
 	}

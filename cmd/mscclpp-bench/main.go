@@ -73,6 +73,7 @@ type bench struct {
 	ncclVersion  int // when NCCL is measured
 	stream       cuda.Stream
 	send, recv   cuda.DevicePtr
+	bufBytes     int            // the size of send and recv
 	input        []byte         // pinned host memory holding this rank's input pattern
 	inputDev     cuda.DevicePtr // its device address
 	output       []byte         // pinned host memory results are read back into
@@ -272,6 +273,15 @@ func (b *bench) newMscclpp() (impl, error) {
 		return nil, err
 	}
 	b.onTeardown(c.Close)
+	if b.o.register {
+		for _, p := range []cuda.DevicePtr{b.send, b.recv} {
+			r, err := c.Register(ctx, p, uint64(b.bufBytes))
+			if err != nil {
+				return nil, err
+			}
+			b.onTeardown(r.Close)
+		}
+	}
 	return mscclppImpl{c: c}, nil
 }
 
@@ -298,6 +308,7 @@ func (b *bench) newNCCL() (impl, error) {
 
 func (b *bench) alloc(size int) error {
 	var err error
+	b.bufBytes = size
 	if b.send, err = cuda.MemAlloc(size); err != nil {
 		return err
 	}
@@ -380,7 +391,8 @@ func (b *bench) call(im impl, size int64, inPlace bool) error {
 func (b *bench) measure(im impl, size int64, inPlace bool) (row, error) {
 	o, d := b.o, b.o.dtype
 	r := row{Impl: im.name(), Collective: o.collective, Datatype: d.name, Op: opName(o), Ranks: b.nranks,
-		Size: size, Count: size / int64(d.size), InPlace: inPlace, Wrong: -1, Graph: o.graph}
+		Size: size, Count: size / int64(d.size), InPlace: inPlace, Wrong: -1, Graph: o.graph,
+		Registered: o.register && im.name() == implMscclpp}
 	if o.graph > 0 {
 		// One direct call before the first capture, so that nothing is set up lazily (kernels
 		// loaded, NCCL connections made) while capturing.

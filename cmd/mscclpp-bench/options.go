@@ -32,6 +32,9 @@ type options struct {
 	// graph is -G: 0 times direct calls; N > 0 captures the -n timed calls into one CUDA graph
 	// and times N launches of it.
 	graph int
+	// register is -R: the library's collectives get the send and receive buffers registered
+	// (zero-copy for large messages); NCCL's calls use them unregistered.
+	register bool
 }
 
 // compare reports whether both implementations run (--compare-nccl).
@@ -129,6 +132,8 @@ Run it under mpirun, one rank per GPU (GPU = rank % device count), for instance:
 NCCL_NVLS_ENABLE must be unset (the tool sets it to 0) or 0; any other value is refused.
 MSCCLPP_NCCL_LIBRARY names another NCCL library file than libnccl.so.2.
 MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO force the library's algorithm (the header says so).
+-R 1 registers the send and receive buffers with the library (collectives.Comm.Register), so
+that its large calls run zero-copy; NCCL uses the same buffers unregistered.
 
 Time per size (-G 0) is wall-clock (time.Now) around -n back-to-back enqueued calls followed by
 a stream synchronize, divided by -n, and the maximum over ranks; -w warm-up calls precede it.
@@ -165,6 +170,7 @@ func parseOptions(args []string, out io.Writer) (*options, error) {
 	compare := fs.Bool("compare-nccl", false, "measure NCCL too, on the same buffers and stream, and print both and their ratio")
 	ncclOnly := fs.Bool("nccl-only", false, "measure NCCL alone (same as -impl nccl)")
 	fs.IntVar(&o.graph, "G", 0, "CUDA graph mode: capture the -n calls into a graph and time `N` launches of it (0: direct calls)")
+	register := fs.Int("R", 0, "register the buffers with the library for zero-copy collectives (0 or 1; NCCL's calls stay unregistered)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -194,10 +200,13 @@ func parseOptions(args []string, out io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-w %d -n %d: want -w >= 0 and -n >= 1", o.warmup, o.iters)
 	case *check != 0 && *check != 1:
 		return nil, fmt.Errorf("-c %d: want 0 or 1", *check)
+	case *register != 0 && *register != 1:
+		return nil, fmt.Errorf("-R %d: want 0 or 1", *register)
 	case o.graph < 0:
 		return nil, fmt.Errorf("-G %d: want 0 (no graph) or the number of graph launches", o.graph)
 	}
 	o.check = *check == 1
+	o.register = *register == 1
 	implSet := false
 	fs.Visit(func(f *flag.Flag) { implSet = implSet || f.Name == "impl" })
 	if o.impls, err = chooseImpls(*impl, implSet, *compare, *ncclOnly); err != nil {

@@ -26,7 +26,8 @@ type row struct {
 	BusBW      float64 `json:"busbw"` // GB/s
 	Wrong      int64   `json:"wrong"` // -1 when not checked
 	InPlace    bool    `json:"in_place"`
-	Graph      int     `json:"graph"` // -G: CUDA graph launches timed; 0: direct calls
+	Graph      int     `json:"graph"`                // -G: CUDA graph launches timed; 0: direct calls
+	Registered bool    `json:"registered,omitempty"` // -R 1: the library's buffers were registered
 }
 
 // busFactor is busbw/algbw for a collective over n ranks, as nccl-tests defines it.
@@ -291,8 +292,12 @@ func (b *bench) headerLines(devLines []string) []string {
 	o := b.o
 	lines := []string{"# mscclpp-bench: collective benchmark of MSCCL++ in Go (nccl-tests style)"}
 	if o.uses(implMscclpp) {
+		buffers := "buffers unregistered"
+		if o.register {
+			buffers = "buffers registered (-R 1: zero-copy for large messages)"
+		}
 		lines = append(lines, "# mscclpp: this library's collectives (package collectives), "+
-			algoText(os.LookupEnv, config.AllReduceAlgo, config.AllGatherAlgo))
+			algoText(os.LookupEnv, config.AllReduceAlgo, config.AllGatherAlgo)+", "+buffers)
 	}
 	if o.uses(implNCCL) {
 		lines = append(lines, fmt.Sprintf("# nccl: NCCL %s (%s) in the same process, NCCL_NVLS_ENABLE=%s",

@@ -45,6 +45,7 @@ type pointerAttribute C.CUpointer_attribute
 const (
 	attrPointerMemoryType    pointerAttribute = C.CU_POINTER_ATTRIBUTE_MEMORY_TYPE
 	attrPointerDeviceOrdinal pointerAttribute = C.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+	attrPointerBufferID      pointerAttribute = C.CU_POINTER_ATTRIBUTE_BUFFER_ID
 )
 
 // Flags the wrappers pass; the exported API documents the choice.

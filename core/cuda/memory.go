@@ -104,6 +104,19 @@ func PointerDeviceOrdinal(p DevicePtr) (int, error) {
 	return int(ordinal), nil
 }
 
+// PointerBufferID returns the driver's identifier of the allocation holding p: unique for the
+// process's lifetime, so a buffer freed and allocated again at the same address gets a new one.
+func PointerBufferID(p DevicePtr) (uint64, error) {
+	if err := initDriver(); err != nil {
+		return 0, err
+	}
+	var id uint64 // an unsigned long long
+	if err := cuPointerGetAttribute(unsafe.Pointer(&id), attrPointerBufferID, p); err != nil {
+		return 0, fmt.Errorf("buffer id of %#x: %w", p, err)
+	}
+	return id, nil
+}
+
 // IpcGetMemHandle returns the handle another process passes to IpcOpenMemHandle to map the
 // allocation at p, which MemAlloc returned.
 func IpcGetMemHandle(p DevicePtr) (IpcMemHandle, error) {

@@ -12,8 +12,10 @@
  * count works (0 does nothing).
  *
  * Data moves through the communicator's scratch buffers over CUDA IPC (NVLink or PCIe between
- * GPUs of one host). The algorithm is chosen by message size and rank count
- * (MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO force one, see docs/CONFIG.md).
+ * GPUs of one host), or, for large messages in buffers registered with mscclppCollRegister,
+ * straight between the ranks' buffers (zero-copy). The algorithm is chosen by message size, rank
+ * count and registration (MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO force one, see
+ * docs/CONFIG.md).
  */
 #ifndef MSCCLPP_COLLECTIVES_H_
 #define MSCCLPP_COLLECTIVES_H_
@@ -61,6 +63,22 @@ mscclppResult_t mscclppCollCommDestroy(mscclppCollComm_t collComm);
 mscclppResult_t mscclppCollCommRank(mscclppCollComm_t collComm, int* rank);
 mscclppResult_t mscclppCollCommSize(mscclppCollComm_t collComm, int* nranks);
 mscclppResult_t mscclppCollCommDevice(mscclppCollComm_t collComm, int* deviceId);
+
+/* A buffer registered for zero-copy collectives. */
+typedef struct mscclppCollRegistration_s* mscclppCollRegistration_t;
+
+/* Registers `size` bytes of device memory at buff (cudaMalloc'd on the communicator's GPU) for
+ * zero-copy collectives: a large AllReduce whose send and receive buffers lie in registered
+ * buffers, or a large AllGather whose receive buffer does, then moves data straight between the
+ * ranks' buffers. Collective: every rank registers its own buffer, in the same order (the k-th
+ * registration of every rank is one logical buffer; sizes may differ). Registrations must not
+ * overlap. Deregister before freeing the buffer: a collective that finds it freed fails. */
+mscclppResult_t mscclppCollRegister(mscclppCollComm_t collComm, void* buff, size_t size,
+                                    mscclppCollRegistration_t* reg);
+/* Drops a registration of collComm on this rank; later collectives copy that buffer through the
+ * scratch. Every rank deregisters between the same two collectives (a collective in which ranks
+ * disagree fails on the GPU, it never writes astray). */
+mscclppResult_t mscclppCollDeregister(mscclppCollComm_t collComm, mscclppCollRegistration_t reg);
 
 /* Reduces `count` elements of `datatype` at sendbuff across all ranks with `op` and writes the
  * result to recvbuff on every rank (sendbuff == recvbuff: in place); every rank gets

@@ -137,12 +137,12 @@ var (
 		Doc: "network interface whose address each rank listens on and advertises; empty picks the first non-loopback interface that is up, else loopback",
 	}
 	AllReduceAlgo = &Var[string]{
-		Name: "MSCCLPP_ALLREDUCE_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "packet2", "rsag"),
-		Doc: "AllReduce algorithm: auto (by size and rank count), packet (one-shot LL packets), packet2 (two-shot LL packets) or rsag (reduce-scatter + all-gather rounds); for experiments",
+		Name: "MSCCLPP_ALLREDUCE_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "packet2", "rsag", "direct"),
+		Doc: "AllReduce algorithm: auto (by size, rank count and registration), packet (one-shot LL packets), packet2 (two-shot LL packets), rsag (reduce-scatter + all-gather rounds) or direct (zero-copy, registered buffers only); for experiments",
 	}
 	AllGatherAlgo = &Var[string]{
-		Name: "MSCCLPP_ALLGATHER_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "put"),
-		Doc: "AllGather algorithm: auto (by size and rank count), packet (LL packets) or put (copies and signals); for experiments",
+		Name: "MSCCLPP_ALLGATHER_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "put", "direct"),
+		Doc: "AllGather algorithm: auto (by size, rank count and registration), packet (LL packets), put (copies and signals) or direct (zero-copy, registered receive buffers only); for experiments",
 	}
 	CUDALibrary = &Var[string]{
 		Name: "MSCCLPP_CUDA_LIBRARY", Default: "libcuda.so.1", parse: parseString,

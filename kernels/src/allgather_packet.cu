@@ -17,7 +17,7 @@ __device__ __forceinline__ void allgatherPacket(const Args& a) {
   char* recv = static_cast<char*>(a.recv);
   char* mine = recv + a.rank * bytes;
   const bool inPlace = mine == send;
-  const bool sendAligned = aligned(send, 8);
+  const bool sendAligned = aligned(send, 8), mineAligned = aligned(mine, 8);
   const uint64_t mySlot = packetSlotOffset(a, parity, kPacketReduce, a.rank);
   const uint64_t tid = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const uint64_t nThreads = uint64_t(gridDim.x) * blockDim.x;
@@ -25,7 +25,7 @@ __device__ __forceinline__ void allgatherPacket(const Args& a) {
   for (uint64_t i = tid; i < words; i += nThreads) {
     const uint64_t v = loadWord(send, i, bytes, sendAligned);
     writePacketToPeers(a, mySlot, i, v, flag);
-    if (!inPlace) storeWord(mine, i, bytes, aligned(mine, 8), v);
+    if (!inPlace) storeWord(mine, i, bytes, mineAligned, v);
   }
   for (uint32_t p = 0; p < nPeers; ++p) {
     const uint64_t r = peerRank(a, p);
@@ -39,6 +39,6 @@ __device__ __forceinline__ void allgatherPacket(const Args& a) {
 
 }  // namespace coll
 
-extern "C" __global__ void __launch_bounds__(coll::kPacketThreads) mscclpp_allgather_packet(const coll::Args args) {
+extern "C" __global__ void __launch_bounds__(coll::kPacketThreads, 1) mscclpp_allgather_packet(const coll::Args args) {
   coll::allgatherPacket(args);
 }

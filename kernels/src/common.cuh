@@ -27,6 +27,15 @@ constexpr uint32_t kPutThreads = 1024;
 // 16-byte words each thread keeps in flight in copyBytes.
 constexpr int kCopyUnroll = 4;
 
+// Registered buffers (zero-copy): the capacity of a communicator's registration table. Must
+// equal collectives.maxRegistrations.
+constexpr uint32_t kMaxRegistrations = 256;
+// The most peers the zero-copy kernels handle (their peers' buffers sit in shared memory). Must
+// equal collectives.maxZeroCopyPeers.
+constexpr uint32_t kMaxZeroCopyPeers = 63;
+// A buffer descriptor is (registration << kDescShift) | (offset of the buffer in it).
+constexpr uint32_t kDescShift = 48;
+
 // Reduction operators, numbered as NCCL's ncclRedOp_t.
 enum ReduceOp : uint32_t { kSum = 0, kMax = 2, kMin = 3 };
 
@@ -36,6 +45,13 @@ struct State {
   uint32_t calls;               // collectives finished: packet flag = packetFlag(calls), parity = calls & 1
   uint32_t blocksDone;          // blocks of the running kernel that finished; the last one resets it
   uint32_t rounds[kMaxBlocks];  // semaphore rounds block b has run: its data bank = rounds[b] & 1
+};
+
+// One rank's buffer of a registration, as this rank reaches it: registration k of rank r is
+// regs[k * nRanks + r]. size 0: no such registration (closed, or never made).
+struct Registration {
+  uint64_t base;  // its address in this process (a peer's is mapped through CUDA IPC)
+  uint64_t size;  // its bytes
 };
 
 // The one kernel parameter, passed by value. Only 8-byte fields, so the Go mirror
@@ -54,14 +70,19 @@ struct Args {
   uint64_t chunkBytes;  // data banks: bytes of one (rank, block) slot, a multiple of 16
   uint64_t dataOffset;  // where the data banks start in the scratch
   int64_t maxSpins;     // bound of every spin (see mscclpp/device.h): a dead peer traps, not hangs
+  const Registration* regs;  // zero-copy: the registration table, [kMaxRegistrations][nRanks]
+  uint64_t sendDesc;    // zero-copy: where send is (a descriptor, see kDescShift)
+  uint64_t recvDesc;    // zero-copy: where recv is
+  uint64_t descOffset;  // where the descriptor packets start in the scratch
 };
 
-static_assert(sizeof(Args) == 104 && offsetof(Args, maxSpins) == 96, "Args is mirrored by collectives.kernelArgs");
+static_assert(sizeof(Args) == 136 && offsetof(Args, descOffset) == 128, "Args is mirrored by collectives.kernelArgs");
 static_assert(sizeof(State) == 8 + 4 * kMaxBlocks, "State is sized by collectives.stateBytes");
 
 // Scratch layout (the same on every rank):
 //   packet region: 2 parities x 2 phases x nRanks slots x slotBytes; slot r holds rank r's
 //     packets (the one-shot kernels use phase kPacketReduce only)
+//   descriptor packets at descOffset: 2 parities x kMaxBlocks x nRanks x kDescWords LL16 packets
 //   data banks at dataOffset: 2 banks x 2 regions x nRanks x kMaxBlocks x chunkBytes
 enum PacketPhase : uint32_t { kPacketReduce = 0, kPacketGather = 1 };
 __device__ __forceinline__ uint64_t packetSlotOffset(const Args& a, uint32_t parity, uint32_t phase, uint64_t slot) {
@@ -72,8 +93,22 @@ __device__ __forceinline__ uint64_t dataSlotOffset(const Args& a, uint32_t bank,
   return a.dataOffset + (((uint64_t(bank) * 2 + region) * a.nRanks + slot) * kMaxBlocks + block) * a.chunkBytes;
 }
 
+// Descriptor packets: rank r's words for block `block` of the call of `parity`.
+enum DescWord : uint32_t { kDescSend = 0, kDescRecv = 1, kDescWords = 2 };
+__device__ __forceinline__ uint64_t descSlotOffset(const Args& a, uint32_t parity, uint32_t block, uint64_t r) {
+  return a.descOffset + ((uint64_t(parity) * kMaxBlocks + block) * a.nRanks + r) * kDescWords * sizeof(mscclppLL16Packet);
+}
+
 // The rank of peer index p (peers are the other ranks in increasing order).
 __device__ __forceinline__ uint64_t peerRank(const Args& a, uint32_t p) { return p < a.rank ? p : p + 1; }
+// The peer index of the i-th peer a rank visits (i in [0, nRanks-1)): rank+1, rank+2, ... around
+// the ring, so that at each step the ranks write to different peers.
+__device__ __forceinline__ uint32_t rotatedPeer(const Args& a, uint32_t i) {
+  const uint64_t r = (a.rank + 1 + i) % a.nRanks;
+  return r < a.rank ? r : r - 1;
+}
+// The peer index of rank r (r != this rank).
+__device__ __forceinline__ uint32_t peerIndex(const Args& a, uint64_t r) { return r < a.rank ? r : r - 1; }
 // This block's channel to peer index p.
 __device__ __forceinline__ const mscclppMemoryChannelDeviceHandle& channel(const Args& a, uint32_t block,
                                                                            uint32_t p) {
@@ -184,6 +219,47 @@ __device__ __forceinline__ void writePacketToPeers(const Args& a, uint64_t slotO
 // Waits for packet i of the slot at slotOffset in this rank's scratch and returns its word.
 __device__ __forceinline__ uint64_t readPacket(const Args& a, uint64_t slotOffset, uint64_t i, uint32_t flag) {
   return reinterpret_cast<const mscclppLL16Packet*>(a.scratch + slotOffset)[i].read(flag, a.maxSpins);
+}
+
+// ---- Registered buffers (zero-copy) -------------------------------------------------------------
+
+// The address of rank r's buffer that descriptor desc names, checked to hold `bytes` bytes: a
+// descriptor outside the registration table, a closed registration or a buffer running past its
+// registration traps (the ranks disagree about the call: an error, never a stray write).
+__device__ __forceinline__ char* registeredBuffer(const Args& a, uint64_t r, uint64_t desc, uint64_t bytes) {
+  const uint64_t k = desc >> kDescShift;
+  const uint64_t offset = desc & ((uint64_t(1) << kDescShift) - 1);
+  if (a.regs == nullptr || k >= kMaxRegistrations) __trap();
+  const Registration reg = a.regs[k * a.nRanks + r];
+  if (offset > reg.size || bytes > reg.size - offset) __trap();
+  return reinterpret_cast<char*>(reg.base + offset);
+}
+
+// The zero-copy handshake of block `block`: one thread per peer writes this rank's descriptors
+// (flagged with this call's packet flag) into the peer's descriptor slot for this rank and waits
+// for the peer's into ours. After it, every peer has entered this call (so its send buffer holds
+// the call's input and its receive buffer may be written), and peerSend[p] / peerRecv[p] (shared
+// memory, one entry per peer index) are the peer's buffers, checked to hold sendBytes and
+// recvBytes (a zero count skips the check and the pointer).
+__device__ __forceinline__ void exchangeDescriptors(const Args& a, uint32_t block, uint64_t sendBytes,
+                                                    uint64_t recvBytes, char** peerSend, char** peerRecv) {
+  const uint32_t flag = packetFlag(a.state->calls);
+  const uint32_t parity = a.state->calls & 1;
+  const uint32_t p = threadIdx.x;
+  if (p < a.nRanks - 1) {
+    const uint64_t peer = peerRank(a, p);
+    mscclppLL16Packet* theirs =
+        reinterpret_cast<mscclppLL16Packet*>(static_cast<char*>(a.channels[p].dst) + descSlotOffset(a, parity, block, a.rank));
+    theirs[kDescSend].write(a.sendDesc, flag);
+    theirs[kDescRecv].write(a.recvDesc, flag);
+    const mscclppLL16Packet* ours =
+        reinterpret_cast<const mscclppLL16Packet*>(a.scratch + descSlotOffset(a, parity, block, peer));
+    const uint64_t sendDesc = ours[kDescSend].read(flag, a.maxSpins);
+    const uint64_t recvDesc = ours[kDescRecv].read(flag, a.maxSpins);
+    if (sendBytes > 0) peerSend[p] = registeredBuffer(a, peer, sendDesc, sendBytes);
+    if (recvBytes > 0) peerRecv[p] = registeredBuffer(a, peer, recvDesc, recvBytes);
+  }
+  __syncthreads();
 }
 
 // ---- Calls --------------------------------------------------------------------------------------

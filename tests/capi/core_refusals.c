@@ -409,6 +409,15 @@ static void collectiveRefusals(void) {
   EXPECT_REFUSED(mscclppAllReduce(buf, buf, 4, mscclppFloat32, mscclppSum, (mscclppCollComm_t)buf, NULL),
                  mscclppInvalidUsage, "collective communicator");
   expect(cc == NULL, "a refused mscclppCollCommCreate leaves *collComm NULL");
+
+  mscclppCollRegistration_t reg = (mscclppCollRegistration_t)buf;
+  EXPECT_REFUSED(mscclppCollRegister(NULL, buf, sizeof(buf), &reg), mscclppInvalidArgument,
+                 "collective communicator is NULL");
+  expect(reg == NULL, "a refused mscclppCollRegister leaves *reg NULL");
+  EXPECT_REFUSED(mscclppCollRegister(NULL, buf, sizeof(buf), NULL), mscclppInvalidArgument, "registration is NULL");
+  EXPECT_REFUSED(mscclppCollRegister((mscclppCollComm_t)buf, buf, sizeof(buf), &reg), mscclppInvalidUsage,
+                 "collective communicator");
+  EXPECT_REFUSED(mscclppCollDeregister(NULL, NULL), mscclppInvalidArgument, "collective communicator is NULL");
 }
 
 int main(void) {

@@ -14,8 +14,11 @@
 // their sums over up to 8 ranks: every result is compared exactly. Rank 0 prints one line per
 // group of checks and "collectives: N passed, M failed"; the exit status is 0 only if all passed.
 //
-//   mpirun -np N ./collectives [quick]   (rank r uses GPU r % deviceCount; "quick" skips 256 MiB)
-// MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO force an algorithm for every size.
+//   mpirun -np N ./collectives [quick] [registered]
+// Rank r uses GPU r % deviceCount; "quick" skips 256 MiB; "registered" carves every buffer out of
+// one arena per rank registered with mscclppCollRegister (at an offset that differs between
+// ranks), so that the large calls run zero-copy. MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO
+// force an algorithm for every size.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -131,18 +134,58 @@ struct Group {
   }
 };
 
+// "registered": one registered allocation per rank from which the buffers are taken, last in
+// first out (buffers are scoped, so they are freed in reverse order).
+struct Arena {
+  static constexpr size_t kBytes = size_t(640) << 20;  // the largest case needs 2 x 256 MiB
+  static constexpr size_t kAlign = 256;
+  char* base = nullptr;
+  size_t used = 0;
+  mscclppCollRegistration_t reg = nullptr;
+  mscclppCollComm_t comm = nullptr;
+  Arena(mscclppCollComm_t c) : comm(c) {
+    CUDA(cudaMalloc(&base, kBytes));
+    // The ranks' buffers sit at different offsets in their registrations.
+    used = static_cast<size_t>(g_rank) * 4096;
+    MSCCLPP(mscclppCollRegister(comm, base, kBytes, &reg));
+  }
+  ~Arena() {
+    MSCCLPP(mscclppCollDeregister(comm, reg));
+    cudaFree(base);
+  }
+  char* take(size_t bytes) {
+    if (used + bytes > kBytes) fatal("arena", "out of memory");
+    char* p = base + used;
+    used += (bytes + kAlign - 1) / kAlign * kAlign;
+    return p;
+  }
+  void give(char* p) { used = static_cast<size_t>(p - base); }
+};
+Arena* g_arena = nullptr;
+
 // A device buffer of n elements of T with kGuard poisoned elements on each side, starting
 // `offset` elements after a 256-byte boundary (offset 1: not 16-byte aligned).
 template <typename T>
 struct Buffer {
   char* base = nullptr;
   size_t n = 0, offset = 0;
-  Buffer(size_t n_, size_t off) : n(n_), offset(off) {
-    CUDA(cudaMalloc(&base, bytesTotal()));
+  Arena* arena = nullptr;
+  Buffer(size_t n_, size_t off) : n(n_), offset(off), arena(g_arena) {
+    if (arena) {
+      base = arena->take(bytesTotal());
+    } else {
+      CUDA(cudaMalloc(&base, bytesTotal()));
+    }
     CUDA(cudaMemset(base, kPoison, bytesTotal()));
     CUDA(cudaDeviceSynchronize());  // the memset is asynchronous
   }
-  ~Buffer() { cudaFree(base); }
+  ~Buffer() {
+    if (arena) {
+      arena->give(base);
+    } else {
+      cudaFree(base);
+    }
+  }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   size_t bytesTotal() const { return (n + 2 * kGuard + offset) * sizeof(T); }
@@ -455,7 +498,11 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-  const bool big = !(argc > 1 && std::strcmp(argv[1], "quick") == 0);
+  bool big = true, registered = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "quick") == 0) big = false;
+    if (std::strcmp(argv[i], "registered") == 0) registered = true;
+  }
   g_verbose = std::getenv("COLLECTIVES_VERBOSE") != nullptr;
   int devices = 0;
   CUDA(cudaGetDeviceCount(&devices));
@@ -464,13 +511,15 @@ int main(int argc, char** argv) {
   if (g_rank == 0) {
     const char* ar = std::getenv("MSCCLPP_ALLREDUCE_ALGO");
     const char* ag = std::getenv("MSCCLPP_ALLGATHER_ALGO");
-    std::printf("collectives: %d ranks, allreduce algo %s, allgather algo %s\n", g_nranks, ar ? ar : "auto", ag ? ag : "auto");
+    std::printf("collectives: %d ranks, allreduce algo %s, allgather algo %s, %s buffers\n", g_nranks, ar ? ar : "auto",
+                ag ? ag : "auto", registered ? "registered" : "unregistered");
   }
   {
     Comm c1;
     cudaStream_t s, s2;
     CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    if (registered) g_arena = new Arena(c1.coll);
     refusals(c1.coll, s);
     allReduceSweep<float>(c1.coll, s, big);
     allReduceSweep<__half>(c1.coll, s, false);
@@ -489,6 +538,8 @@ int main(int argc, char** argv) {
       twoComms(c1.coll, c2.coll, s, s2);
     }
     graph(c1.coll, s);
+    delete g_arena;
+    g_arena = nullptr;
     CUDA(cudaStreamDestroy(s));
     CUDA(cudaStreamDestroy(s2));
   }
