@@ -12,6 +12,9 @@ const (
 	AlgoRSAG    = "rsag"    // reduce-scatter + all-gather rounds (AllReduce)
 	AlgoPut     = "put"     // copies and a signal per round (AllGather)
 	AlgoDirect  = "direct"  // zero-copy, straight between registered user buffers (AllReduce and AllGather)
+	// AlgoRSAGDirect is rsag whose all-gather writes straight into registered receive buffers
+	// (AllReduce).
+	AlgoRSAGDirect = "rsag_direct"
 )
 
 // Launch shapes and limits. maxBlocks must equal coll::kMaxBlocks of kernels/src/common.cuh.
@@ -53,6 +56,12 @@ func allReducePacket2Limit(nRanks int) uint64 {
 	return 1 << 20
 }
 
+// allReduceDirectLimit: with registered buffers, the one-shot direct AllReduce up to here, then
+// rsag_direct (whose writes use the links better than direct's reads of the peers' buffers).
+func allReduceDirectLimit(nRanks int) uint64 {
+	return 32 << 20
+}
+
 func allGatherPacketLimit(nRanks int) uint64 {
 	if nRanks <= 2 {
 		return 512 << 10
@@ -75,13 +84,13 @@ type plan struct {
 func chooseAllReduce(bytes uint64, dt DataType, nRanks int, zeroCopy bool, forced string) plan {
 	fitsOneShot := bytes <= packetMaxBytes
 	fitsTwoShot := (bytes+uint64(nRanks)*packetWordBytes-1)/(uint64(nRanks)*packetWordBytes)*packetWordBytes <= packetMaxBytes
-	if forced == AlgoDirect && !zeroCopy {
+	if (forced == AlgoDirect || forced == AlgoRSAGDirect) && !zeroCopy {
 		forced = AlgoAuto
 	}
 	algo := AlgoRSAG
 	switch forced {
-	case AlgoDirect:
-		algo = AlgoDirect
+	case AlgoDirect, AlgoRSAGDirect:
+		algo = forced
 	case AlgoPacket:
 		if fitsOneShot {
 			algo = AlgoPacket
@@ -94,15 +103,17 @@ func chooseAllReduce(bytes uint64, dt DataType, nRanks int, zeroCopy bool, force
 		switch {
 		case bytes <= allReducePacketLimit(nRanks):
 			algo = AlgoPacket
-		case zeroCopy:
+		case zeroCopy && bytes <= allReduceDirectLimit(nRanks):
 			algo = AlgoDirect
+		case zeroCopy:
+			algo = AlgoRSAGDirect
 		case bytes <= allReducePacket2Limit(nRanks) && fitsTwoShot:
 			algo = AlgoPacket2
 		}
 	}
 	kernel := allReduceKernel(algo, dt)
 	switch algo {
-	case AlgoRSAG:
+	case AlgoRSAG, AlgoRSAGDirect:
 		return plan{algo, kernel, roundBlocks(bytes / uint64(nRanks)), rsagThreads}
 	case AlgoDirect:
 		return plan{algo, kernel, roundBlocks(bytes / uint64(nRanks)), directThreads}
@@ -122,7 +133,7 @@ func allGatherKernel(algo string) string { return "mscclpp_allgather_" + algo }
 func kernelNames() []string {
 	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect)}
 	for dt := range dataTypes {
-		for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG, AlgoDirect} {
+		for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG, AlgoDirect, AlgoRSAGDirect} {
 			names = append(names, allReduceKernel(algo, dt))
 		}
 	}

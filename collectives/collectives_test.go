@@ -43,7 +43,11 @@ func TestChooseAllReduce(t *testing.T) {
 		{512 << 10, 2, true, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
 		{512<<10 + 4, 2, true, AlgoAuto, AlgoDirect, 9, directThreads},
 		{128<<10 + 4, 4, true, AlgoAuto, AlgoDirect, 2, directThreads},
-		{1 << 30, 4, true, AlgoAuto, AlgoDirect, maxBlocks, directThreads},
+		{32 << 20, 4, true, AlgoAuto, AlgoDirect, maxBlocks, directThreads},
+		{32<<20 + 4, 2, true, AlgoAuto, AlgoRSAGDirect, maxBlocks, rsagThreads},
+		{1 << 30, 4, true, AlgoAuto, AlgoRSAGDirect, maxBlocks, rsagThreads},
+		{4, 2, true, AlgoRSAGDirect, AlgoRSAGDirect, 1, rsagThreads},
+		{4, 2, false, AlgoRSAGDirect, AlgoPacket, 1, packetThreads}, // not registered: auto
 		{4, 2, true, AlgoDirect, AlgoDirect, 1, directThreads},
 		{4, 2, false, AlgoDirect, AlgoPacket, 1, packetThreads}, // not registered: auto
 		{2 << 20, 2, false, AlgoDirect, AlgoRSAG, 32, rsagThreads},
@@ -107,7 +111,7 @@ func TestScratchLayout(t *testing.T) {
 }
 
 func TestKernelNamesCoverEveryType(t *testing.T) {
-	assert.Len(t, kernelNames(), 3+4*len(dataTypes))
+	assert.Len(t, kernelNames(), 3+5*len(dataTypes))
 }
 
 func TestCheckCall(t *testing.T) {

@@ -108,6 +108,8 @@ if build_cuda "$src" "$bin/collectives"; then
 	run "collectives (registered, auto)" 600 $mpirun -np "$np" "$bin/collectives" registered
 	run "collectives (registered, direct)" 600 env MSCCLPP_ALLREDUCE_ALGO=direct MSCCLPP_ALLGATHER_ALGO=direct \
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick registered
+	run "collectives (registered, rsag_direct)" 600 env MSCCLPP_ALLREDUCE_ALGO=rsag_direct \
+		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -np "$np" "$bin/collectives" quick registered
 else
 	result "build collectives" 1
 fi

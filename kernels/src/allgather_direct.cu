@@ -2,9 +2,10 @@
 //
 // After the descriptor handshake (every peer has entered the call and said where its receive
 // buffer is), every rank copies its input straight into its part of every peer's receive buffer
-// and of its own, signals the peers and waits for their signals: no scratch and no copy out of
-// it. Block b moves part b of the input; the peers are visited around the ring from this rank, so
-// that the ranks' writes spread over the links.
+// and of its own (each word loaded once, stored to every destination), signals the peers and
+// waits for their signals: no scratch and no copy out of it. Block b moves part b of the input;
+// the peers are visited around the ring from this rank, so that the ranks' writes spread over
+// the links.
 #include "common.cuh"
 
 namespace coll {
@@ -21,11 +22,11 @@ __device__ __forceinline__ void allgatherDirect(const Args& a) {
   const uint64_t n = clampLen(begin, part, bytes);
   const char* src = static_cast<const char*>(a.send) + begin;
   const uint64_t at = a.rank * bytes + begin;  // where this part goes in every receive buffer
-  for (uint32_t i = 0; i < a.nRanks - 1; ++i) {
-    copyBytes(peerRecv[rotatedPeer(a, i)] + at, src, n, threadIdx.x, blockDim.x);
-  }
   char* mine = static_cast<char*>(a.recv) + at;
-  if (mine != src) copyBytes(mine, src, n, threadIdx.x, blockDim.x);
+  // Destinations: the peers around the ring, then this rank's own output unless in place.
+  const uint32_t nDst = a.nRanks - 1 + (mine != src ? 1 : 0);
+  auto dst = [&](uint32_t d) -> char* { return d < a.nRanks - 1 ? peerRecv[rotatedPeer(a, d)] + at : mine; };
+  broadcastBytes(dst, nDst, src, n, threadIdx.x, blockDim.x);
   exchangeSignals(a, block);
   finishCall(a.state);
 }

@@ -12,6 +12,8 @@
 //   5. copy the peers' reduced pieces from our gather slots into the output.
 // Rounds alternate between two banks of slots (State.rounds), so the writes of the next round
 // never land on slots a slow peer still reads; the signals of each round order the rest.
+// mscclpp_allreduce_rsag_direct is the zero-copy variant for registered receive buffers: step 3
+// writes into the peers' receive buffers, steps 4 and 5 drop out (see allreduceRsag).
 #include "common.cuh"
 
 namespace coll {
@@ -19,18 +21,20 @@ namespace coll {
 enum Region : uint32_t { kReduceSlots = 0, kGatherSlots = 1 };
 
 // Reduces len elements of this rank's shard at element `begin`: this rank's input and the peers'
-// reduce slots of `bank`, in rank order; stores the result in the output and in every peer's
-// gather slot for this rank.
-template <typename T, uint32_t Op>
+// reduce slots of `bank`, in rank order; stores the result in the output and at peerOut(p) for
+// every peer index p (where element `begin` goes on that peer: its gather slot for this rank, or
+// its receive buffer).
+template <typename T, uint32_t Op, typename PeerOut>
 __device__ __forceinline__ void reduceAndBroadcast(const Args& a, uint32_t bank, uint32_t block, uint64_t begin,
-                                                   uint64_t len) {
+                                                   uint64_t len, PeerOut peerOut) {
   constexpr uint64_t kVec = sizeof(uint4) / sizeof(T);
   const T* in = static_cast<const T*>(a.send) + begin;
   T* out = static_cast<T*>(a.recv) + begin;
   const uint32_t nPeers = a.nRanks - 1;
-  const uint64_t gatherSlot = dataSlotOffset(a, bank, kGatherSlots, a.rank, block);
+  bool vectors = aligned(in, 16) && aligned(out, 16);
+  for (uint32_t p = 0; p < nPeers; ++p) vectors = vectors && aligned(peerOut(p), 16);
   uint64_t done = 0;
-  if (aligned(in, 16) && aligned(out, 16)) {
+  if (vectors) {
     const uint64_t vecs = len / kVec;
     for (uint64_t v = threadIdx.x; v < vecs; v += blockDim.x) {
       // All ranks' words are loaded before any is reduced, so the loads overlap.
@@ -53,9 +57,7 @@ __device__ __forceinline__ void reduceAndBroadcast(const Args& a, uint32_t bank,
         acc = applyWord<T, Op>(acc, y);
       }
       reinterpret_cast<uint4*>(out)[v] = acc;
-      for (uint32_t p = 0; p < nPeers; ++p) {
-        reinterpret_cast<uint4*>(static_cast<char*>(channel(a, block, p).dst) + gatherSlot)[v] = acc;
-      }
+      for (uint32_t i = 0; i < nPeers; ++i) reinterpret_cast<uint4*>(peerOut(rotatedPeer(a, i)))[v] = acc;
     }
     done = vecs * kVec;
   }
@@ -66,18 +68,21 @@ __device__ __forceinline__ void reduceAndBroadcast(const Args& a, uint32_t bank,
       acc = r == 0 ? x : apply<Op>(acc, x);
     }
     out[e] = acc;
-    for (uint32_t p = 0; p < nPeers; ++p) {
-      reinterpret_cast<T*>(static_cast<char*>(channel(a, block, p).dst) + gatherSlot)[e] = acc;
-    }
+    for (uint32_t p = 0; p < nPeers; ++p) peerOut(p)[e] = acc;
   }
 }
 
-template <typename T, uint32_t Op>
+// Direct: the receive buffers are registered: step 3 writes the reduced piece straight into
+// every peer's receive buffer (found by the descriptor handshake first), so steps 4 and 5 drop
+// out and one signal exchange after the last round says that every peer's writes have landed.
+template <typename T, uint32_t Op, bool Direct>
 __device__ __forceinline__ void allreduceRsag(const Args& a) {
   constexpr uint64_t kVec = sizeof(uint4) / sizeof(T);
+  __shared__ char* peerRecv[Direct ? kMaxZeroCopyPeers : 1];
   const uint32_t block = blockIdx.x;
   const uint32_t nPeers = a.nRanks - 1;
   const uint64_t count = a.count;
+  if (Direct) exchangeDescriptors(a, block, 0, count * sizeof(T), nullptr, peerRecv);
   const uint64_t shard = roundUp(ceilDiv(count, a.nRanks), kVec);  // the same nominal size for every rank
   const uint64_t part = roundUp(ceilDiv(shard, gridDim.x), kVec);
   const uint64_t chunk = a.chunkBytes / sizeof(T);
@@ -90,14 +95,23 @@ __device__ __forceinline__ void allreduceRsag(const Args& a) {
   for (uint64_t off = partBegin; off < partEnd; off += chunk, ++round) {
     const uint32_t bank = round & 1;
     const uint64_t n = partEnd - off < chunk ? partEnd - off : chunk;
-    for (uint32_t p = 0; p < nPeers; ++p) {
+    for (uint32_t i = 0; i < nPeers; ++i) {
+      const uint32_t p = rotatedPeer(a, i);
       const uint64_t begin = peerRank(a, p) * shard + off;
       char* slot = static_cast<char*>(channel(a, block, p).dst) + dataSlotOffset(a, bank, kReduceSlots, a.rank, block);
       copyBytes(slot, send + begin, clampLen(begin, n, count) * sizeof(T), threadIdx.x, blockDim.x);
     }
     exchangeSignals(a, block);
     const uint64_t mine = a.rank * shard + off;
-    reduceAndBroadcast<T, Op>(a, bank, block, mine, clampLen(mine, n, count));
+    if (Direct) {
+      reduceAndBroadcast<T, Op>(a, bank, block, mine, clampLen(mine, n, count),
+                                [&](uint32_t p) { return reinterpret_cast<T*>(peerRecv[p]) + mine; });
+      continue;
+    }
+    const uint64_t gatherSlot = dataSlotOffset(a, bank, kGatherSlots, a.rank, block);
+    reduceAndBroadcast<T, Op>(a, bank, block, mine, clampLen(mine, n, count), [&](uint32_t p) {
+      return reinterpret_cast<T*>(static_cast<char*>(channel(a, block, p).dst) + gatherSlot);
+    });
     exchangeSignals(a, block);
     for (uint32_t p = 0; p < nPeers; ++p) {
       const uint64_t r = peerRank(a, p);
@@ -106,11 +120,22 @@ __device__ __forceinline__ void allreduceRsag(const Args& a) {
                   clampLen(begin, n, count) * sizeof(T), threadIdx.x, blockDim.x);
     }
   }
+  if (Direct) exchangeSignals(a, block);
   __syncthreads();
   if (threadIdx.x == 0) a.state->rounds[block] = round;
   finishCall(a.state);
 }
 
+template <typename T, uint32_t Op>
+__device__ __forceinline__ void allreduceRsagScratch(const Args& a) {
+  allreduceRsag<T, Op, false>(a);
+}
+template <typename T, uint32_t Op>
+__device__ __forceinline__ void allreduceRsagDirect(const Args& a) {
+  allreduceRsag<T, Op, true>(a);
+}
+
 }  // namespace coll
 
-COLL_REDUCE_ENTRIES(mscclpp_allreduce_rsag, coll::allreduceRsag, coll::kRsagThreads)
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_rsag, coll::allreduceRsagScratch, coll::kRsagThreads)
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_rsag_direct, coll::allreduceRsagDirect, coll::kRsagThreads)

@@ -202,6 +202,42 @@ __device__ __forceinline__ void copyBytes(void* dst, const void* src, uint64_t b
   for (uint64_t b = done + threadId; b < bytes; b += numThreads) db[b] = sb[b];
 }
 
+// Copies `bytes` bytes from src to nDst destinations, dst(0) .. dst(nDst - 1), over numThreads
+// threads: each 16-byte word is loaded once and stored to every destination (kCopyUnroll words in
+// flight per thread) when src and every destination are 16-byte aligned; otherwise one copyBytes
+// per destination.
+template <typename DstFn>
+__device__ __forceinline__ void broadcastBytes(DstFn dst, uint32_t nDst, const char* src, uint64_t bytes,
+                                               uint32_t threadId, uint32_t numThreads) {
+  bool vectors = aligned(src, 16);
+  for (uint32_t d = 0; d < nDst; ++d) vectors = vectors && aligned(dst(d), 16);
+  if (!vectors) {
+    for (uint32_t d = 0; d < nDst; ++d) copyBytes(dst(d), src, bytes, threadId, numThreads);
+    return;
+  }
+  const uint4* s = reinterpret_cast<const uint4*>(src);
+  const uint64_t words = bytes / 16;
+  const uint64_t step = uint64_t(numThreads) * kCopyUnroll;
+  uint64_t i = threadId;
+  for (; i + (kCopyUnroll - 1) * numThreads < words; i += step) {
+    uint4 v[kCopyUnroll];
+#pragma unroll
+    for (int k = 0; k < kCopyUnroll; ++k) v[k] = s[i + k * numThreads];
+    for (uint32_t d = 0; d < nDst; ++d) {
+      uint4* o = reinterpret_cast<uint4*>(dst(d));
+#pragma unroll
+      for (int k = 0; k < kCopyUnroll; ++k) o[i + k * numThreads] = v[k];
+    }
+  }
+  for (; i < words; i += numThreads) {
+    const uint4 v = s[i];
+    for (uint32_t d = 0; d < nDst; ++d) reinterpret_cast<uint4*>(dst(d))[i] = v;
+  }
+  for (uint64_t b = words * 16 + threadId; b < bytes; b += numThreads) {
+    for (uint32_t d = 0; d < nDst; ++d) dst(d)[b] = src[b];
+  }
+}
+
 // The packet flag of call number `calls`: never 0, the value of packet memory nobody wrote, so
 // after 2^32 - 1 calls the flags wrap to 1 instead of 0.
 __device__ __forceinline__ uint32_t packetFlag(uint32_t calls) { return calls % 0xffffffffu + 1; }
