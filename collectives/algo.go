@@ -48,10 +48,13 @@ func allReducePacketLimit(nRanks int) uint64 {
 }
 
 // allReducePacket2Limit: two-shot packets pay off only beyond two ranks (on two, one-shot moves
-// the same bytes in one step).
-func allReducePacket2Limit(nRanks int) uint64 {
-	if nRanks <= 2 {
+// the same bytes in one step); with registered buffers, direct takes over sooner.
+func allReducePacket2Limit(nRanks int, zeroCopy bool) uint64 {
+	switch {
+	case nRanks <= 2:
 		return 0
+	case zeroCopy:
+		return 256 << 10
 	}
 	return 1 << 20
 }
@@ -59,7 +62,10 @@ func allReducePacket2Limit(nRanks int) uint64 {
 // allReduceDirectLimit: with registered buffers, the one-shot direct AllReduce up to here, then
 // rsag_direct (whose writes use the links better than direct's reads of the peers' buffers).
 func allReduceDirectLimit(nRanks int) uint64 {
-	return 32 << 20
+	if nRanks <= 2 {
+		return 64 << 20
+	}
+	return 8 << 20
 }
 
 func allGatherPacketLimit(nRanks int) uint64 {
@@ -76,6 +82,10 @@ type plan struct {
 	blocks  int
 	threads int
 }
+
+// zeroCopy reports whether the plan's kernel reaches the peers' registered buffers (and so needs
+// the call's buffer descriptors).
+func (p plan) zeroCopy() bool { return p.algo == AlgoDirect || p.algo == AlgoRSAGDirect }
 
 // chooseAllReduce picks the algorithm and grid for bytes of dt across nRanks; zeroCopy says
 // that send and recv are registered (so direct may run); forced is MSCCLPP_ALLREDUCE_ALGO
@@ -103,12 +113,12 @@ func chooseAllReduce(bytes uint64, dt DataType, nRanks int, zeroCopy bool, force
 		switch {
 		case bytes <= allReducePacketLimit(nRanks):
 			algo = AlgoPacket
+		case bytes <= allReducePacket2Limit(nRanks, zeroCopy) && fitsTwoShot:
+			algo = AlgoPacket2
 		case zeroCopy && bytes <= allReduceDirectLimit(nRanks):
 			algo = AlgoDirect
 		case zeroCopy:
 			algo = AlgoRSAGDirect
-		case bytes <= allReducePacket2Limit(nRanks) && fitsTwoShot:
-			algo = AlgoPacket2
 		}
 	}
 	kernel := allReduceKernel(algo, dt)

@@ -98,7 +98,7 @@ func (c *Comm) launch(x *call, s cuda.Stream) error {
 		}
 		sendReg, recvReg := c.zeroCopyRegistrations(x)
 		p := x.choose(recvReg != nil)
-		if p.algo == AlgoDirect {
+		if p.zeroCopy() {
 			var err error
 			if sendReg != nil {
 				if x.args.SendDesc, err = sendReg.descriptor(x.send.ptr); err != nil {

@@ -42,9 +42,12 @@ func TestChooseAllReduce(t *testing.T) {
 		// Registered buffers: direct above the one-shot packet limit, or when forced.
 		{512 << 10, 2, true, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
 		{512<<10 + 4, 2, true, AlgoAuto, AlgoDirect, 9, directThreads},
-		{128<<10 + 4, 4, true, AlgoAuto, AlgoDirect, 2, directThreads},
-		{32 << 20, 4, true, AlgoAuto, AlgoDirect, maxBlocks, directThreads},
-		{32<<20 + 4, 2, true, AlgoAuto, AlgoRSAGDirect, maxBlocks, rsagThreads},
+		{128<<10 + 4, 4, true, AlgoAuto, AlgoPacket2, 33, packetThreads},
+		{256<<10 + 4, 4, true, AlgoAuto, AlgoDirect, 3, directThreads},
+		{8 << 20, 4, true, AlgoAuto, AlgoDirect, maxBlocks, directThreads},
+		{8<<20 + 4, 4, true, AlgoAuto, AlgoRSAGDirect, maxBlocks, rsagThreads},
+		{64 << 20, 2, true, AlgoAuto, AlgoDirect, maxBlocks, directThreads},
+		{64<<20 + 4, 2, true, AlgoAuto, AlgoRSAGDirect, maxBlocks, rsagThreads},
 		{1 << 30, 4, true, AlgoAuto, AlgoRSAGDirect, maxBlocks, rsagThreads},
 		{4, 2, true, AlgoRSAGDirect, AlgoRSAGDirect, 1, rsagThreads},
 		{4, 2, false, AlgoRSAGDirect, AlgoPacket, 1, packetThreads}, // not registered: auto
@@ -59,6 +62,10 @@ func TestChooseAllReduce(t *testing.T) {
 		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
 		assert.Equal(t, tt.threads, p.threads, "%+v", tt)
 		assert.Equal(t, "mscclpp_allreduce_"+tt.algo+"_f16", p.kernel)
+		assert.Equal(t, tt.algo == AlgoDirect || tt.algo == AlgoRSAGDirect, p.zeroCopy(), "%+v", tt)
+		if !tt.zeroCopy {
+			assert.False(t, p.zeroCopy(), "a zero-copy kernel for unregistered buffers: %+v", tt)
+		}
 	}
 }
 

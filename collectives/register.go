@@ -17,7 +17,7 @@ import (
 const (
 	maxRegistrations = 256 // coll::kMaxRegistrations: the registration table's rows
 	maxZeroCopyPeers = 63  // coll::kMaxZeroCopyPeers: more peers run through the scratch
-	descShift        = 48  // coll::kDescShift: descriptor = registration << descShift | offset
+	descShift        = 48  // coll::kDescShift: descriptor = (registration + 1) << descShift | offset
 	descWords        = 2   // coll::kDescWords: a send and a receive descriptor per rank and block
 	// registrationTag is the first memory tag the registrations use on the core.Communicator
 	// (registration k uses registrationTag + k; the scratch uses tag 0).
@@ -227,7 +227,8 @@ func (c *Comm) registrationHolding(ptr cuda.DevicePtr, size uint64) *Registratio
 	return r
 }
 
-// descriptor names the buffer at ptr for the kernels: (registration << descShift) | offset. It
+// descriptor names the buffer at ptr for the kernels: (registration + 1) << descShift | offset
+// (never 0, which the kernels refuse as "not set"). It
 // checks first that the registered buffer was not freed (and allocated again) since: the
 // driver's buffer id of the address must be the one registered. The GPU's context is current.
 func (r *Registration) descriptor(ptr cuda.DevicePtr) (uint64, error) {
@@ -236,5 +237,5 @@ func (r *Registration) descriptor(ptr cuda.DevicePtr) (uint64, error) {
 		return 0, fmt.Errorf("registration %d (%d bytes at %#x) outlived its buffer (freed, or freed and allocated again): close it before freeing: %w",
 			r.index, r.size, uint64(r.ptr), errs.ErrInvalidUsage)
 	}
-	return uint64(r.index)<<descShift | uint64(ptr-r.ptr), nil
+	return uint64(r.index+1)<<descShift | uint64(ptr-r.ptr), nil
 }

@@ -33,7 +33,8 @@ constexpr uint32_t kMaxRegistrations = 256;
 // The most peers the zero-copy kernels handle (their peers' buffers sit in shared memory). Must
 // equal collectives.maxZeroCopyPeers.
 constexpr uint32_t kMaxZeroCopyPeers = 63;
-// A buffer descriptor is (registration << kDescShift) | (offset of the buffer in it).
+// A buffer descriptor is ((registration + 1) << kDescShift) | (offset of the buffer in it); 0 is
+// "no descriptor" and traps where one is needed.
 constexpr uint32_t kDescShift = 48;
 
 // Reduction operators, numbered as NCCL's ncclRedOp_t.
@@ -263,7 +264,7 @@ __device__ __forceinline__ uint64_t readPacket(const Args& a, uint64_t slotOffse
 // descriptor outside the registration table, a closed registration or a buffer running past its
 // registration traps (the ranks disagree about the call: an error, never a stray write).
 __device__ __forceinline__ char* registeredBuffer(const Args& a, uint64_t r, uint64_t desc, uint64_t bytes) {
-  const uint64_t k = desc >> kDescShift;
+  const uint64_t k = (desc >> kDescShift) - 1;  // wraps to a huge value for 0, which traps
   const uint64_t offset = desc & ((uint64_t(1) << kDescShift) - 1);
   if (a.regs == nullptr || k >= kMaxRegistrations) __trap();
   const Registration reg = a.regs[k * a.nRanks + r];
