@@ -63,9 +63,9 @@ func allReducePacket2Limit(nRanks int, zeroCopy bool) uint64 {
 // rsag_direct (whose writes use the links better than direct's reads of the peers' buffers).
 func allReduceDirectLimit(nRanks int) uint64 {
 	if nRanks <= 2 {
-		return 64 << 20
+		return 8 << 20
 	}
-	return 8 << 20
+	return 4 << 20
 }
 
 func allGatherPacketLimit(nRanks int) uint64 {
