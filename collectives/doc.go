@@ -20,8 +20,12 @@
 //     scratch, for small messages: no signal round trip;
 //   - rsag (AllReduce): reduce-scatter then all-gather in pipelined rounds, one semaphore per
 //     thread block and peer;
-//   - put (AllGather): copies into the peers' scratch, a signal per round.
+//   - put (AllGather): copies into the peers' scratch, a signal per round;
+//   - direct and rsag_direct: zero-copy, for buffers registered with Register (below).
 //
-// Data goes through the scratch buffers: user buffers are not registered (zero-copy for
-// registered buffers is not implemented yet).
+// Data goes through the scratch buffers unless the buffers are registered: Register (collective,
+// in the same order on every rank) maps a buffer into every peer, and large calls whose buffers
+// lie in registered buffers on every rank (AllReduce: send and recv; AllGather: recv) then move
+// data straight between the ranks' buffers. A call whose ranks disagree about registration fails
+// on the GPU (the kernel traps) rather than writing astray.
 package collectives
