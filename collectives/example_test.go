@@ -27,3 +27,23 @@ func Example() {
 	_ = c.AllReduce(buf, buf, n, collectives.Float32, collectives.Sum, stream) // in place
 	_ = c.AllGather(buf, all, n, collectives.Float32, stream)
 }
+
+// Registering a buffer (every rank registers its own, in the same order) lets the large calls
+// whose buffers lie in it move data straight between the ranks' buffers (zero-copy).
+func ExampleComm_Register() {
+	var (
+		c      *collectives.Comm // collectives.New(...)
+		pool   cuda.DevicePtr    // a cudaMalloc'd buffer the application's tensors live in
+		bytes  uint64
+		n      int
+		stream cuda.Stream
+	)
+	reg, err := c.Register(context.Background(), pool, bytes)
+	if err != nil {
+		return
+	}
+	_ = c.AllReduce(pool, pool, n, collectives.Float32, collectives.Sum, stream) // zero-copy when large
+	// Close it once its calls have finished (synchronize the stream), before freeing pool.
+	_ = stream.Synchronize()
+	_ = reg.Close()
+}

@@ -151,6 +151,17 @@ func TestCheckWithin(t *testing.T) {
 	}
 }
 
+// TestUnmapMemory: memory of this process is never mapped (nothing to do), and memory this
+// context did not map is refused.
+func TestUnmapMemory(t *testing.T) {
+	ctx := NewContext()
+	defer ctx.Close()
+	assert.NoError(t, ctx.UnmapMemory(testMemory(thisProcess(), 0x2000, 64)))
+	m := testMemory(otherProcess(), 0x2000, 64)
+	m.mappedOn = 0
+	assert.ErrorIs(t, ctx.UnmapMemory(m), errs.ErrInvalidUsage)
+}
+
 func TestClosedContext(t *testing.T) {
 	ctx := NewContext()
 	require.NoError(t, ctx.Close(), "an unused context closes without the driver")
@@ -166,6 +177,7 @@ func TestClosedContext(t *testing.T) {
 	b, _ := testMemory(otherProcess(), 0x2000, 64).MarshalBinary()
 	_, err = UnmarshalRegisteredMemory(ctx, b)
 	assert.ErrorIs(t, err, ErrContextClosed)
+	assert.ErrorIs(t, ctx.UnmapMemory(testMemory(otherProcess(), 0x2000, 64)), ErrContextClosed)
 	conn := &Connection{ctx: ctx, local: ep, remote: ep, gpu: &contextGPU{}}
 	m := testMemory(thisProcess(), 0x2000, 64)
 	assert.ErrorIs(t, conn.Write(m, 0, m, 0, 8), ErrContextClosed)
