@@ -22,12 +22,15 @@ func TestModulesHaveTheirEntryPoints(t *testing.T) {
 			entries[string(e[1])] = true
 		}
 	}
-	assert.Equal(t, []string{"allgather_packet", "allgather_put", "allreduce_packet", "allreduce_packet2", "allreduce_rsag"}, names)
-	for _, prefix := range []string{"mscclpp_allreduce_packet", "mscclpp_allreduce_packet2", "mscclpp_allreduce_rsag"} {
+	assert.Equal(t, []string{"allgather_direct", "allgather_packet", "allgather_put", "allreduce_direct",
+		"allreduce_packet", "allreduce_packet2", "allreduce_rsag"}, names)
+	for _, prefix := range []string{"mscclpp_allreduce_packet", "mscclpp_allreduce_packet2", "mscclpp_allreduce_rsag",
+		"mscclpp_allreduce_direct", "mscclpp_allreduce_rsag_direct"} {
 		for _, suffix := range []string{"f32", "f16", "bf16", "i32", "u32", "f64"} {
 			assert.True(t, entries[prefix+"_"+suffix], "%s_%s", prefix, suffix)
 		}
 	}
 	assert.True(t, entries["mscclpp_allgather_packet"])
 	assert.True(t, entries["mscclpp_allgather_put"])
+	assert.True(t, entries["mscclpp_allgather_direct"])
 }
