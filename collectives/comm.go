@@ -188,12 +188,12 @@ func (c *Comm) connect(ctx context.Context, lay layout) error {
 	}
 	cfg := core.EndpointConfig{Transport: core.TransportP2P, Device: core.Device{Type: core.DeviceGPU, ID: c.device}}
 	connFutures := make([]core.Future[*core.Connection], len(peers))
-	sendFutures := make([]core.Future[struct{}], len(peers))
-	recvFutures := make([]core.Future[core.RegisteredMemory], len(peers))
 	for i, r := range peers {
 		connFutures[i] = c.comm.Connect(cfg, r, 0)
-		sendFutures[i] = c.comm.SendMemory(mine, r, 0)
-		recvFutures[i] = c.comm.RecvMemory(r, 0)
+	}
+	byRank, err := c.exchangeMemory(ctx, mine, 0)
+	if err != nil {
+		return fmt.Errorf("exchange scratch: %w", err)
 	}
 	conns := make([]*core.Connection, len(peers))
 	theirs := make([]core.RegisteredMemory, len(peers))
@@ -201,12 +201,7 @@ func (c *Comm) connect(ctx context.Context, lay layout) error {
 		if conns[i], err = connFutures[i].Get(ctx); err != nil {
 			return fmt.Errorf("connect to rank %d: %w", r, err)
 		}
-		if _, err = sendFutures[i].Get(ctx); err != nil {
-			return fmt.Errorf("send scratch to rank %d: %w", r, err)
-		}
-		if theirs[i], err = recvFutures[i].Get(ctx); err != nil {
-			return fmt.Errorf("receive scratch of rank %d: %w", r, err)
-		}
+		theirs[i] = byRank[r]
 	}
 	semFutures := make([]core.Future[*core.Semaphore], maxBlocks*len(peers))
 	for blk := 0; blk < maxBlocks; blk++ {
@@ -231,6 +226,33 @@ func (c *Comm) connect(ctx context.Context, lay layout) error {
 		}
 		return upload(c.channels, unsafe.Slice((*byte)(unsafe.Pointer(&handles[0])), n))
 	})
+}
+
+// exchangeMemory sends mine to every peer under memory tag `tag` and receives every peer's,
+// mapped here: theirs[r] is rank r's (theirs[c.rank] is left zero). The peers run it with the
+// same tag; on an error the memory received so far stays mapped in theirs.
+func (c *Comm) exchangeMemory(ctx context.Context, mine core.RegisteredMemory, tag int) (theirs []core.RegisteredMemory, err error) {
+	sends := make([]core.Future[struct{}], c.nRanks)
+	recvs := make([]core.Future[core.RegisteredMemory], c.nRanks)
+	for peer := range c.nRanks {
+		if peer != c.rank {
+			sends[peer] = c.comm.SendMemory(mine, peer, tag)
+			recvs[peer] = c.comm.RecvMemory(peer, tag)
+		}
+	}
+	theirs = make([]core.RegisteredMemory, c.nRanks)
+	for peer := range c.nRanks {
+		if peer == c.rank {
+			continue
+		}
+		if _, err := sends[peer].Get(ctx); err != nil {
+			return theirs, fmt.Errorf("send to rank %d: %w", peer, err)
+		}
+		if theirs[peer], err = recvs[peer].Get(ctx); err != nil {
+			return theirs, fmt.Errorf("receive from rank %d: %w", peer, err)
+		}
+	}
+	return theirs, nil
 }
 
 // upload copies b to device memory at dst through a pinned staging buffer. A context is current.

@@ -116,31 +116,20 @@ func (c *Comm) exchangeRegistration(ctx context.Context, r *Registration) ([]reg
 	if err != nil {
 		return nil, err
 	}
-	tag := registrationTag + r.index
+	theirs, err := c.exchangeMemory(ctx, mine, registrationTag+r.index)
+	for peer, m := range theirs {
+		if peer != c.rank && m.Size() > 0 {
+			r.peers = append(r.peers, m)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
 	row := make([]registrationEntry, c.nRanks)
+	for peer, m := range theirs {
+		row[peer] = registrationEntry{Base: uint64(m.Data()), Size: m.Size()}
+	}
 	row[c.rank] = registrationEntry{Base: uint64(r.ptr), Size: r.size}
-	sends := make([]core.Future[struct{}], c.nRanks)
-	recvs := make([]core.Future[core.RegisteredMemory], c.nRanks)
-	for peer := range c.nRanks {
-		if peer != c.rank {
-			sends[peer] = c.comm.SendMemory(mine, peer, tag)
-			recvs[peer] = c.comm.RecvMemory(peer, tag)
-		}
-	}
-	for peer := range c.nRanks {
-		if peer == c.rank {
-			continue
-		}
-		if _, err := sends[peer].Get(ctx); err != nil {
-			return nil, fmt.Errorf("send to rank %d: %w", peer, err)
-		}
-		theirs, err := recvs[peer].Get(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("receive from rank %d: %w", peer, err)
-		}
-		r.peers = append(r.peers, theirs)
-		row[peer] = registrationEntry{Base: uint64(theirs.Data()), Size: theirs.Size()}
-	}
 	return row, nil
 }
 
