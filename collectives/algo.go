@@ -12,6 +12,9 @@ const (
 	AlgoRSAG    = "rsag"    // reduce-scatter + all-gather rounds (AllReduce)
 	AlgoPut     = "put"     // copies and a signal per round (AllGather)
 	AlgoDirect  = "direct"  // zero-copy, straight between registered user buffers (AllReduce and AllGather)
+	// AlgoPort is zero-copy through port channels: the copy engines move the data between the
+	// registered buffers (AllGather).
+	AlgoPort = "port"
 	// AlgoRSAGDirect is rsag whose all-gather writes straight into registered receive buffers
 	// (AllReduce).
 	AlgoRSAGDirect = "rsag_direct"
@@ -36,6 +39,9 @@ const (
 	// slot (chunk) size follows from it and the rank count.
 	dataBankBytes = 256 << 20
 	minChunkBytes = 64 << 10
+	// portPartBytes: an out-of-place port AllGather gives each block (and copy request) at
+	// least this much; the proxy takes microseconds per request, so smaller copies would wait on it.
+	portPartBytes = 4 << 20
 )
 
 // Default crossovers (bytes of the whole AllReduce buffer; bytes per rank for AllGather),
@@ -68,6 +74,12 @@ func allReduceDirectLimit(nRanks int) uint64 {
 	return 4 << 20
 }
 
+// allGatherPortMinBytes: with registered receive buffers, an in-place AllGather of at least this
+// many bytes (the whole output) runs through the copy engines; below it the proxy's cost per
+// request (tens of microseconds per call) outweighs their speed. Out of place, direct stays
+// faster at every size measured: the local copy of the input delays the copy engines.
+const allGatherPortMinBytes = 256 << 20
+
 func allGatherPacketLimit(nRanks int) uint64 {
 	if nRanks <= 2 {
 		return 512 << 10
@@ -85,7 +97,15 @@ type plan struct {
 
 // zeroCopy reports whether the plan's kernel reaches the peers' registered buffers (and so needs
 // the call's buffer descriptors).
-func (p plan) zeroCopy() bool { return p.algo == AlgoDirect || p.algo == AlgoRSAGDirect }
+func (p plan) zeroCopy() bool {
+	return p.algo == AlgoDirect || p.algo == AlgoRSAGDirect || p.algo == AlgoPort
+}
+
+// registered says which zero-copy paths a call's buffers allow.
+type registered struct {
+	zeroCopy   bool // every buffer the zero-copy kernels reach is registered (direct may run)
+	copyEngine bool // and the receive buffer's registration has port channels (port may run)
+}
 
 // chooseAllReduce picks the algorithm and grid for bytes of dt across nRanks; zeroCopy says
 // that send and recv are registered (so direct may run); forced is MSCCLPP_ALLREDUCE_ALGO
@@ -141,7 +161,8 @@ func allGatherKernel(algo string) string { return "mscclpp_allgather_" + algo }
 
 // kernelNames lists every entry point a call may launch.
 func kernelNames() []string {
-	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect)}
+	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect),
+		allGatherKernel(AlgoPort)}
 	for dt := range dataTypes {
 		for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG, AlgoDirect, AlgoRSAGDirect} {
 			names = append(names, allReduceKernel(algo, dt))
@@ -150,17 +171,27 @@ func kernelNames() []string {
 	return names
 }
 
-// chooseAllGather picks the algorithm and grid for bytes per rank across nRanks; zeroCopy says
-// that recv is registered (so direct may run).
-func chooseAllGather(bytes uint64, nRanks int, zeroCopy bool, forced string) plan {
-	if forced == AlgoDirect && !zeroCopy {
+// chooseAllGather picks the algorithm and grid for bytes per rank across nRanks; reg says which
+// zero-copy paths the receive buffer allows; inPlace that send is this rank's part of it. A
+// forced zero-copy algorithm that the buffers do not allow is auto.
+func chooseAllGather(bytes uint64, nRanks int, reg registered, inPlace bool, forced string) plan {
+	if forced == AlgoDirect && !reg.zeroCopy || forced == AlgoPort && !reg.copyEngine {
 		forced = AlgoAuto
 	}
 	switch {
 	case forced == AlgoPacket && bytes <= packetMaxBytes,
 		forced == AlgoAuto && bytes <= allGatherPacketLimit(nRanks):
 		return plan{AlgoPacket, allGatherKernel(AlgoPacket), packetBlocks(bytes), packetThreads}
-	case forced == AlgoDirect, forced == AlgoAuto && zeroCopy:
+	case forced == AlgoPort, forced == AlgoAuto && reg.copyEngine && inPlace && bytes*uint64(nRanks) >= allGatherPortMinBytes:
+		// A block per copy request: in place, one; out of place, a block per portPartBytes
+		// (each copies its part of the input into this rank's output first, and the copy
+		// engines start on it while the next parts are copied).
+		blocks := 1
+		if !inPlace {
+			blocks = clampBlocks((bytes + portPartBytes - 1) / portPartBytes)
+		}
+		return plan{AlgoPort, allGatherKernel(AlgoPort), blocks, putThreads}
+	case forced == AlgoDirect, forced == AlgoAuto && reg.zeroCopy:
 		return plan{AlgoDirect, allGatherKernel(AlgoDirect), roundBlocks(bytes), putThreads}
 	}
 	return plan{AlgoPut, allGatherKernel(AlgoPut), roundBlocks(bytes), putThreads}

@@ -29,7 +29,7 @@ func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op O
 	forced, _ := forcedAlgorithms()
 	x := call{args: c.args, local: recv, bytes: bytes,
 		send: span{send, bytes}, recv: span{recv, bytes},
-		choose: func(zeroCopy bool) plan { return chooseAllReduce(bytes, dt, c.nRanks, zeroCopy, forced) }}
+		choose: func(reg registered) plan { return chooseAllReduce(bytes, dt, c.nRanks, reg.zeroCopy, forced) }}
 	x.args.Send, x.args.Recv, x.args.Count, x.args.Op = uintptr(send), uintptr(recv), uint64(count), uint64(op)
 	if err := c.launch(&x, s); err != nil {
 		return fail(err)
@@ -56,7 +56,7 @@ func (c *Comm) AllGather(send, recv cuda.DevicePtr, sendCount int, dt DataType, 
 	}
 	_, forced := forcedAlgorithms()
 	x := call{args: c.args, local: mine, bytes: bytes, recv: span{recv, bytes * uint64(c.nRanks)},
-		choose: func(zeroCopy bool) plan { return chooseAllGather(bytes, c.nRanks, zeroCopy, forced) }}
+		choose: func(reg registered) plan { return chooseAllGather(bytes, c.nRanks, reg, send == mine, forced) }}
 	x.args.Send, x.args.Recv, x.args.Count = uintptr(send), uintptr(recv), bytes
 	if err := c.launch(&x, s); err != nil {
 		return fail(err)
@@ -76,7 +76,7 @@ type call struct {
 	args   kernelArgs
 	send   span                     // the send buffer, where zero-copy reads it (size 0: it does not)
 	recv   span                     // the receive buffer
-	choose func(zeroCopy bool) plan // the plan, given whether the buffers are registered
+	choose func(registered) plan // the plan, given what the buffers' registrations allow
 	local  cuda.DevicePtr           // with one rank: where args.Send's bytes go
 	bytes  uint64
 }
@@ -97,7 +97,7 @@ func (c *Comm) launch(x *call, s cuda.Stream) error {
 			return cuda.MemcpyAsync(x.local, cuda.DevicePtr(x.args.Send), int(x.bytes), s)
 		}
 		sendReg, recvReg := c.zeroCopyRegistrations(x)
-		p := x.choose(recvReg != nil)
+		p := x.choose(registered{zeroCopy: recvReg != nil, copyEngine: recvReg != nil && recvReg.copyEngine})
 		if p.zeroCopy() {
 			var err error
 			if sendReg != nil {

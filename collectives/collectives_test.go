@@ -70,33 +70,57 @@ func TestChooseAllReduce(t *testing.T) {
 }
 
 func TestChooseAllGather(t *testing.T) {
+	var (
+		none   = registered{}
+		direct = registered{zeroCopy: true}
+		port   = registered{zeroCopy: true, copyEngine: true}
+	)
 	tests := []struct {
-		bytes    uint64
-		nRanks   int
-		zeroCopy bool
-		forced   string
-		algo     string
+		bytes   uint64
+		nRanks  int
+		reg     registered
+		inPlace bool
+		forced  string
+		algo    string
+		blocks  int
 	}{
-		{1, 2, false, AlgoAuto, AlgoPacket},
-		{512 << 10, 2, false, AlgoAuto, AlgoPacket},
-		{512<<10 + 1, 2, false, AlgoAuto, AlgoPut},
-		{256 << 10, 4, false, AlgoAuto, AlgoPacket},
-		{256<<10 + 1, 4, false, AlgoAuto, AlgoPut},
-		{1, 2, false, AlgoPut, AlgoPut},
-		{packetMaxBytes, 2, false, AlgoPacket, AlgoPacket},
-		{packetMaxBytes + 1, 2, false, AlgoPacket, AlgoPut},
-		{512 << 10, 2, true, AlgoAuto, AlgoPacket},
-		{512<<10 + 1, 2, true, AlgoAuto, AlgoDirect},
-		{256<<10 + 1, 4, true, AlgoAuto, AlgoDirect},
-		{1, 2, true, AlgoDirect, AlgoDirect},
-		{1, 2, false, AlgoDirect, AlgoPacket},
-		{1 << 30, 2, false, AlgoDirect, AlgoPut},
-		{1 << 30, 2, true, AlgoPut, AlgoPut},
+		{1, 2, none, false, AlgoAuto, AlgoPacket, 1},
+		{512 << 10, 2, none, false, AlgoAuto, AlgoPacket, maxBlocks},
+		{512<<10 + 1, 2, none, false, AlgoAuto, AlgoPut, 17},
+		{256 << 10, 4, none, false, AlgoAuto, AlgoPacket, maxBlocks},
+		{256<<10 + 1, 4, none, false, AlgoAuto, AlgoPut, 9},
+		{1, 2, none, false, AlgoPut, AlgoPut, 1},
+		{packetMaxBytes, 2, none, false, AlgoPacket, AlgoPacket, maxBlocks},
+		{packetMaxBytes + 1, 2, none, false, AlgoPacket, AlgoPut, 33},
+		{512 << 10, 2, direct, false, AlgoAuto, AlgoPacket, maxBlocks},
+		{512<<10 + 1, 2, direct, false, AlgoAuto, AlgoDirect, 17},
+		{256<<10 + 1, 4, direct, false, AlgoAuto, AlgoDirect, 9},
+		{1, 2, direct, false, AlgoDirect, AlgoDirect, 1},
+		{1, 2, none, false, AlgoDirect, AlgoPacket, 1},
+		{1 << 30, 2, none, false, AlgoDirect, AlgoPut, maxBlocks},
+		{1 << 30, 2, direct, false, AlgoPut, AlgoPut, maxBlocks},
+		// The copy engine only where the registration has port channels; in place it takes
+		// one block, out of place a block per part of the local copy.
+		{1 << 30, 2, direct, false, AlgoPort, AlgoDirect, maxBlocks},
+		{1 << 30, 4, none, true, AlgoPort, AlgoPut, maxBlocks},
+		{1 << 30, 4, port, true, AlgoPort, AlgoPort, 1},
+		{1 << 30, 4, port, false, AlgoPort, AlgoPort, maxBlocks},
+		{16 << 20, 4, port, false, AlgoPort, AlgoPort, 4},
+		{16<<20 + 1, 4, port, false, AlgoPort, AlgoPort, 5},
+		{1, 2, port, false, AlgoPort, AlgoPort, 1},
+		// Auto: the copy engines for large in-place calls only.
+		{128 << 20, 2, port, true, AlgoAuto, AlgoPort, 1},
+		{128<<20 - 16, 2, port, true, AlgoAuto, AlgoDirect, maxBlocks},
+		{64 << 20, 4, port, true, AlgoAuto, AlgoPort, 1},
+		{1 << 30, 4, port, false, AlgoAuto, AlgoDirect, maxBlocks},
+		{1 << 30, 4, direct, true, AlgoAuto, AlgoDirect, maxBlocks},
 	}
 	for _, tt := range tests {
-		p := chooseAllGather(tt.bytes, tt.nRanks, tt.zeroCopy, tt.forced)
+		p := chooseAllGather(tt.bytes, tt.nRanks, tt.reg, tt.inPlace, tt.forced)
 		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
+		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
 		assert.Equal(t, "mscclpp_allgather_"+tt.algo, p.kernel)
+		assert.Equal(t, tt.algo == AlgoDirect || tt.algo == AlgoPort, p.zeroCopy(), "%+v", tt)
 	}
 }
 
@@ -118,7 +142,7 @@ func TestScratchLayout(t *testing.T) {
 }
 
 func TestKernelNamesCoverEveryType(t *testing.T) {
-	assert.Len(t, kernelNames(), 3+5*len(dataTypes))
+	assert.Len(t, kernelNames(), 4+5*len(dataTypes))
 }
 
 func TestCheckCall(t *testing.T) {

@@ -49,6 +49,7 @@ type Comm struct {
 	channels cuda.DevicePtr
 	allocs   []cuda.DevicePtr
 	sems     []*core.Semaphore
+	ports    *ports     // the copy-engine path; nil with one rank
 	args     kernelArgs // the fields every call shares
 
 	regTable cuda.DevicePtr                  // coll::Registration [maxRegistrations][nRanks]; 0 before the first
@@ -115,6 +116,9 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 		Rank: uint64(c.rank), NRanks: uint64(c.nRanks), SlotBytes: lay.slotBytes, ChunkBytes: lay.chunkBytes,
 		DataOffset: lay.dataOffset, MaxSpins: spinLimit, DescOffset: lay.descOffset,
 	}
+	if c.ports != nil {
+		c.args.Ports = uintptr(c.ports.table)
+	}
 	c.log.Info("collective communicator ready", "gpu", device, "ranks", c.nRanks, "scratchBytes", lay.total,
 		"chunkBytes", lay.chunkBytes, "took", time.Since(start).Round(time.Millisecond))
 	return c, nil
@@ -173,7 +177,7 @@ func (c *Comm) alloc(n int) (cuda.DevicePtr, error) {
 }
 
 // connect connects to every peer, exchanges the scratch buffers, builds a semaphore per (block,
-// peer) and uploads the channels' device handles.
+// peer), uploads the memory channels' device handles and builds the port channels.
 func (c *Comm) connect(ctx context.Context, lay layout) error {
 	cctx := c.comm.Context()
 	mine, err := cctx.RegisterMemory(c.scratch, lay.total, core.TransportP2P)
@@ -218,7 +222,7 @@ func (c *Comm) connect(ctx context.Context, lay layout) error {
 		c.sems = append(c.sems, sem)
 		handles[k] = channels.NewMemoryChannel(sem, theirs[k%len(peers)], mine, c.scratch).DeviceHandle()
 	}
-	return c.onGPU(func() error {
+	err = c.onGPU(func() error {
 		n := len(handles) * int(unsafe.Sizeof(handles[0]))
 		var err error
 		if c.channels, err = c.alloc(n); err != nil {
@@ -226,6 +230,10 @@ func (c *Comm) connect(ctx context.Context, lay layout) error {
 		}
 		return upload(c.channels, unsafe.Slice((*byte)(unsafe.Pointer(&handles[0])), n))
 	})
+	if err != nil {
+		return err
+	}
+	return c.connectPorts(ctx, peers, conns)
 }
 
 // exchangeMemory sends mine to every peer under memory tag `tag` and receives every peer's,
@@ -334,6 +342,9 @@ func (c *Comm) release() error {
 		errList = append(errList, r.unmapPeers())
 	}
 	c.regs, c.regSlots = nil, [maxRegistrations]*Registration{}
+	// The proxy stops before the memory it copies is freed.
+	errList = append(errList, c.ports.close())
+	c.ports = nil
 	for _, s := range c.sems {
 		errList = append(errList, s.Close())
 	}

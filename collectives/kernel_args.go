@@ -27,9 +27,10 @@ type kernelArgs struct {
 	SendDesc   uint64  // zero-copy: where send is, descriptor(registration, offset)
 	RecvDesc   uint64  // zero-copy: where recv is
 	DescOffset uint64  // where the descriptor packets start in the scratch
+	Ports      uintptr // copy engine: PortChannelDeviceHandle [portRows][nRanks-1] (ports.go)
 }
 
-const kernelArgsBytes = 136
+const kernelArgsBytes = 144
 
 // bytes is the parameter as the kernel receives it.
 func (a *kernelArgs) bytes() []byte {

@@ -33,6 +33,9 @@ type Registration struct {
 	buffer uint64                  // the driver's buffer id of ptr's allocation when it was registered
 	peers  []core.RegisteredMemory // the peers' buffers, mapped here
 	closed bool                    // guarded by c.mu
+	// copyEngine: the registration's port channels are bound to its buffers (ports.go), so
+	// AllGather may run through the copy engines. Guarded by c.mu.
+	copyEngine bool
 }
 
 // registrationEntry mirrors coll::Registration: one rank's buffer of a registration as this rank
@@ -98,6 +101,12 @@ func (c *Comm) Register(ctx context.Context, ptr cuda.DevicePtr, size uint64) (*
 		}
 		return c.writeRegistrationRow(index, row)
 	})
+	if err == nil {
+		if err = c.ports.bind(r, row, c.rank); err != nil {
+			free := make([]registrationEntry, c.nRanks)
+			err = errors.Join(err, c.onGPU(func() error { return c.writeRegistrationRow(index, free) }))
+		}
+	}
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("%s: %w", what, err), r.unmapPeers())
 	}
@@ -168,7 +177,7 @@ func (r *Registration) Close() error {
 	// A zeroed row makes a kernel that still names this registration trap.
 	row := make([]registrationEntry, c.nRanks)
 	err := c.onGPU(func() error { return c.writeRegistrationRow(r.index, row) })
-	if err = errors.Join(err, r.unmapPeers()); err != nil {
+	if err = errors.Join(err, c.ports.unbind(r, c.rank), r.unmapPeers()); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil

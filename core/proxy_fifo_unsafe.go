@@ -129,6 +129,24 @@ func (f *ProxyFifo) AddConns(conns ...proxy.Conn) error {
 	return nil
 }
 
+// SetConn replaces entry id of the proxy's table (see proxy.Proxy.SetConn). The proxy must be
+// stopped.
+func (f *ProxyFifo) SetConn(id int, c proxy.Conn) error {
+	if f.running {
+		return fmt.Errorf("replace proxy connection %d: %w", id, proxy.ErrRunning)
+	}
+	if id < 0 || id >= len(f.conns) {
+		return fmt.Errorf("replace proxy connection %d of %d: %w", id, len(f.conns), proxy.ErrConfig)
+	}
+	if f.proxy != nil {
+		if err := f.proxy.SetConn(id, c); err != nil {
+			return err
+		}
+	}
+	f.conns[id] = c
+	return nil
+}
+
 // Start starts (or resumes) the proxy: one goroutine on a locked OS thread with the GPU's context
 // current, pinned to the GPU's CPUs. The tail and the signal counts carry on across Stop/Start.
 func (f *ProxyFifo) Start() error {

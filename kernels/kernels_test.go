@@ -22,7 +22,7 @@ func TestModulesHaveTheirEntryPoints(t *testing.T) {
 			entries[string(e[1])] = true
 		}
 	}
-	assert.Equal(t, []string{"allgather_direct", "allgather_packet", "allgather_put", "allreduce_direct",
+	assert.Equal(t, []string{"allgather_direct", "allgather_packet", "allgather_port", "allgather_put", "allreduce_direct",
 		"allreduce_packet", "allreduce_packet2", "allreduce_rsag"}, names)
 	for _, prefix := range []string{"mscclpp_allreduce_packet", "mscclpp_allreduce_packet2", "mscclpp_allreduce_rsag",
 		"mscclpp_allreduce_direct", "mscclpp_allreduce_rsag_direct"} {
@@ -33,4 +33,5 @@ func TestModulesHaveTheirEntryPoints(t *testing.T) {
 	assert.True(t, entries["mscclpp_allgather_packet"])
 	assert.True(t, entries["mscclpp_allgather_put"])
 	assert.True(t, entries["mscclpp_allgather_direct"])
+	assert.True(t, entries["mscclpp_allgather_port"])
 }

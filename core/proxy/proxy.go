@@ -243,6 +243,32 @@ func (p *Proxy) AddConns(conns ...Conn) error {
 	return nil
 }
 
+// SetConn replaces connection id of the table, for a connection id whose memory changed (a
+// buffer registered in place of another); the proxy must be stopped. A connection failed by a
+// refused trigger is healthy again; tail and signal counts carry on.
+func (p *Proxy) SetConn(id int, c Conn) error {
+	p.lifeMu.Lock()
+	defer p.lifeMu.Unlock()
+	if p.running {
+		return fmt.Errorf("%w: connection %d replaced while the proxy runs", ErrRunning, id)
+	}
+	if id < 0 || id >= len(p.conns) {
+		return fmt.Errorf("%w: connection %d is not in the table of %d", ErrConfig, id, len(p.conns))
+	}
+	if err := c.check(id); err != nil {
+		return err
+	}
+	p.conns[id] = c
+	p.connFailed[id].Store(false)
+	p.errMu.Lock()
+	p.connErrs[id] = nil
+	p.errMu.Unlock()
+	if n := signalTableSize(len(p.signals), []Conn{c}); n > len(p.signals) {
+		p.signals = append(p.signals, make([]uint64, n-len(p.signals))...)
+	}
+	return nil
+}
+
 // Err returns the first engine error, or nil. Once it is set the proxy executes no more triggers.
 func (p *Proxy) Err() error {
 	p.errMu.Lock()

@@ -209,6 +209,40 @@ func TestAddConns(t *testing.T) {
 	assert.Equal(t, uint64(2), atomic.LoadUint64(&first.peer.localSignalEpochID[epochProxy]), "the first connection's count went on")
 }
 
+// TestSetConn replaces an entry of a stopped proxy's table: a connection without memory refuses
+// a put (and is failed), the same id bound to a buffer then carries it, and a running proxy or
+// an id outside the table is refused.
+func TestSetConn(t *testing.T) {
+	r := newRig(t, rigOptions{conns: 2, bufSize: 64})
+	p, e := r.proxy, r.ends[1]
+	bound := p.conns[1]
+	empty := bound
+	empty.LocalBuf, empty.LocalSize, empty.RemoteBuf, empty.RemoteSize = 0, 0, 0, 0
+	require.NoError(t, p.Stop())
+	require.NoError(t, p.SetConn(1, empty))
+	require.NoError(t, p.Start())
+	e.dev.put(0, 0, 64)
+	e.dev.flush()
+	assert.Equal(t, uint64(2), p.Stats().Refused, "a connection without memory refuses the put (and the flush after it)")
+	assert.True(t, p.Failed(1))
+	assert.ErrorIs(t, p.SetConn(1, bound), ErrRunning)
+
+	require.NoError(t, p.Stop())
+	assert.ErrorIs(t, p.SetConn(2, bound), ErrConfig)
+	assert.ErrorIs(t, p.SetConn(-1, bound), ErrConfig)
+	bad := bound
+	bad.RemoteSignal = 0
+	assert.ErrorIs(t, p.SetConn(1, bad), ErrConfig)
+	require.NoError(t, p.SetConn(1, bound))
+	assert.False(t, p.Failed(1), "a replaced connection is healthy again")
+	assert.NoError(t, p.ConnErr(1))
+	require.NoError(t, p.Start())
+	fillRound(e, 0, 0, 64)
+	e.dev.putWithSignal(0, 0, 64)
+	e.peer.wait()
+	requireRound(t, e, 0, 0, 0, 64)
+}
+
 // TestSharedSignalID: connections that share a signal id (port channels on one semaphore) share
 // its count, so the peer's wait counts signals from either.
 func TestSharedSignalID(t *testing.T) {

@@ -141,8 +141,8 @@ var (
 		Doc: "AllReduce algorithm: auto (by size, rank count and registration), packet (one-shot LL packets), packet2 (two-shot LL packets), rsag (reduce-scatter + all-gather rounds), direct or rsag_direct (zero-copy, registered buffers only); for experiments",
 	}
 	AllGatherAlgo = &Var[string]{
-		Name: "MSCCLPP_ALLGATHER_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "put", "direct"),
-		Doc: "AllGather algorithm: auto (by size, rank count and registration), packet (LL packets), put (copies and signals) or direct (zero-copy, registered receive buffers only); for experiments",
+		Name: "MSCCLPP_ALLGATHER_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "put", "direct", "port"),
+		Doc: "AllGather algorithm: auto (by size, rank count and registration), packet (LL packets), put (copies and signals), direct (zero-copy, registered receive buffers only) or port (zero-copy through the copy engines, registered receive buffers only); for experiments",
 	}
 	CUDALibrary = &Var[string]{
 		Name: "MSCCLPP_CUDA_LIBRARY", Default: "libcuda.so.1", parse: parseString,

@@ -1,7 +1,7 @@
 // allgather_put.cu: AllGather over memory channels, for medium and large messages.
 //
 // Each rank's input is cut into one part per thread block; block b of every rank moves part b,
-// in rounds of at most chunkBytes: it copies the round's piece into its slot of every peer's
+// in rounds of at most chunkBytes: it stores the round's piece into its slot of every peer's
 // scratch (and into its own part of the output), signals the peers, waits for theirs, and copies
 // the peers' pieces from its scratch slots into the output. Rounds alternate between two banks
 // (State.rounds): a peer that still copies round R out of its slots has not yet signalled round
@@ -23,15 +23,28 @@ __device__ __forceinline__ void allgatherPut(const Args& a) {
   char* mine = recv + a.rank * bytes;
   const bool inPlace = mine == send;
   uint32_t round = a.state->rounds[block];
+  // The peers' scratch buffers in the order this rank visits them (for up to kMaxZeroCopyPeers).
+  __shared__ char* peerScratch[kMaxZeroCopyPeers];
+  if (threadIdx.x < nPeers && threadIdx.x < kMaxZeroCopyPeers) {
+    peerScratch[threadIdx.x] = static_cast<char*>(channel(a, block, rotatedPeer(a, threadIdx.x)).dst);
+  }
+  __syncthreads();
 
   for (uint64_t off = partBegin; off < partEnd; off += a.chunkBytes, ++round) {
     const uint32_t bank = round & 1;
     const uint64_t n = partEnd - off < a.chunkBytes ? partEnd - off : a.chunkBytes;
-    for (uint32_t p = 0; p < nPeers; ++p) {
-      char* slot = static_cast<char*>(channel(a, block, p).dst) + dataSlotOffset(a, bank, 0, a.rank, block);
-      copyBytes(slot, send + off, n, threadIdx.x, blockDim.x);
+    const uint64_t slot = dataSlotOffset(a, bank, 0, a.rank, block);
+    if (nPeers <= kMaxZeroCopyPeers) {
+      // Each word is loaded once and stored to every peer's slot (around the ring from this
+      // rank, so the ranks' writes spread over the links) and, out of place, to this rank's output.
+      auto dst = [&](uint32_t d) -> char* { return d < nPeers ? peerScratch[d] + slot : mine + off; };
+      broadcastBytes(dst, nPeers + (inPlace ? 0 : 1), send + off, n, threadIdx.x, blockDim.x);
+    } else {
+      for (uint32_t p = 0; p < nPeers; ++p) {
+        copyBytes(static_cast<char*>(channel(a, block, p).dst) + slot, send + off, n, threadIdx.x, blockDim.x);
+      }
+      if (!inPlace) copyBytes(mine + off, send + off, n, threadIdx.x, blockDim.x);
     }
-    if (!inPlace) copyBytes(mine + off, send + off, n, threadIdx.x, blockDim.x);
     exchangeSignals(a, block);
     for (uint32_t p = 0; p < nPeers; ++p) {
       const uint64_t r = peerRank(a, p);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include <mscclpp/memory_channel_device.h>
+#include <mscclpp/port_channel_device.h>
 
 namespace coll {
 
@@ -36,6 +37,9 @@ constexpr uint32_t kMaxZeroCopyPeers = 63;
 // A buffer descriptor is ((registration + 1) << kDescShift) | (offset of the buffer in it); 0 is
 // "no descriptor" and traps where one is needed.
 constexpr uint32_t kDescShift = 48;
+// The most bytes one port-channel copy request moves (its size field has 32 bits). Must equal
+// collectives.maxPortBytes.
+constexpr uint64_t kMaxPortBytes = uint64_t(1) << 30;
 
 // Reduction operators, numbered as NCCL's ncclRedOp_t.
 enum ReduceOp : uint32_t { kSum = 0, kMax = 2, kMin = 3 };
@@ -75,9 +79,12 @@ struct Args {
   uint64_t sendDesc;    // zero-copy: where send is (a descriptor, see kDescShift)
   uint64_t recvDesc;    // zero-copy: where recv is
   uint64_t descOffset;  // where the descriptor packets start in the scratch
+  // Copy engine: the port channels, [kMaxRegistrations or fewer][nRanks - 1]: channel (k, p)
+  // copies from this rank's buffer of registration k to peer p's.
+  mscclppPortChannelDeviceHandle* ports;
 };
 
-static_assert(sizeof(Args) == 136 && offsetof(Args, descOffset) == 128, "Args is mirrored by collectives.kernelArgs");
+static_assert(sizeof(Args) == 144 && offsetof(Args, ports) == 136, "Args is mirrored by collectives.kernelArgs");
 static_assert(sizeof(State) == 8 + 4 * kMaxBlocks, "State is sized by collectives.stateBytes");
 
 // Scratch layout (the same on every rank):
@@ -260,12 +267,17 @@ __device__ __forceinline__ uint64_t readPacket(const Args& a, uint64_t slotOffse
 
 // ---- Registered buffers (zero-copy) -------------------------------------------------------------
 
+// The registration and the offset in it that descriptor desc names (for 0, "no descriptor",
+// the registration wraps to a huge value, which registeredBuffer refuses).
+__device__ __forceinline__ uint64_t descRegistration(uint64_t desc) { return (desc >> kDescShift) - 1; }
+__device__ __forceinline__ uint64_t descOffset(uint64_t desc) { return desc & ((uint64_t(1) << kDescShift) - 1); }
+
 // The address of rank r's buffer that descriptor desc names, checked to hold `bytes` bytes: a
 // descriptor outside the registration table, a closed registration or a buffer running past its
 // registration traps (the ranks disagree about the call: an error, never a stray write).
 __device__ __forceinline__ char* registeredBuffer(const Args& a, uint64_t r, uint64_t desc, uint64_t bytes) {
-  const uint64_t k = (desc >> kDescShift) - 1;  // wraps to a huge value for 0, which traps
-  const uint64_t offset = desc & ((uint64_t(1) << kDescShift) - 1);
+  const uint64_t k = descRegistration(desc);
+  const uint64_t offset = descOffset(desc);
   if (a.regs == nullptr || k >= kMaxRegistrations) __trap();
   const Registration reg = a.regs[k * a.nRanks + r];
   if (offset > reg.size || bytes > reg.size - offset) __trap();

@@ -1,0 +1,181 @@
+package collectives
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/mscclpp-go/mscclpp/channels"
+	"github.com/mscclpp-go/mscclpp/core"
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/fifo"
+	"github.com/mscclpp-go/mscclpp/core/proxy"
+)
+
+// The copy-engine path: port channels between the ranks' registered buffers. A kernel pushes
+// put and signal requests into this rank's proxy FIFO; the proxy executes them with the GPU's
+// copy engines (cuMemcpyAsync between the buffers, then a store into the peer's semaphore).
+//
+// The channels are fixed at New: port channel (k, p) copies from this rank's buffer of
+// registration k to peer p's buffer of registration k, and signals the peer through one
+// semaphore per peer shared by every registration. Its proxy connection holds no memory until
+// Register binds registration k to it (a request on an unbound channel is refused by the proxy,
+// and the waiting peer traps at its spin bound); Close unbinds it.
+const (
+	// portFifoSize is the proxy FIFO's size: a call pushes a few requests per peer.
+	portFifoSize = 512
+	// portSemaphoreTag is the semaphore tag of the port channels (the memory channels use tags
+	// [0, maxBlocks)).
+	portSemaphoreTag = maxBlocks
+	// maxPortBytes is the most bytes one copy request moves (the trigger's size field has 32
+	// bits); larger parts are split.
+	maxPortBytes = 1 << 30
+)
+
+// ports is a Comm's copy-engine path.
+type ports struct {
+	fifo   *core.ProxyFifo
+	sems   []*core.Semaphore // by peer index, signalled by the peers' proxies
+	rows   int               // registrations [0, rows) have port channels
+	nPeers int
+	table  cuda.DevicePtr // mscclppPortChannelDeviceHandle [rows][nPeers]
+}
+
+// portRows is how many registrations get port channels: a trigger names one of 2^10 proxy
+// connections, nPeers per registration.
+func portRows(nPeers int) int {
+	return min(maxRegistrations, (1<<fifo.BitsConnID)/nPeers)
+}
+
+// connectPorts builds the semaphores and the proxy FIFO with an unbound channel per (row, peer),
+// starts the proxy and uploads the device handles. conns are the connections to the peers, by
+// peer index.
+func (c *Comm) connectPorts(ctx context.Context, peers []int, conns []*core.Connection) error {
+	pt := &ports{nPeers: len(peers), rows: portRows(len(peers))}
+	c.ports = pt
+	futures := make([]core.Future[*core.Semaphore], len(peers))
+	for i, r := range peers {
+		futures[i] = c.comm.BuildSemaphore(conns[i], r, portSemaphoreTag)
+	}
+	for i, f := range futures {
+		sem, err := f.Get(ctx)
+		if err != nil {
+			return fmt.Errorf("port semaphore with rank %d: %w", peers[i], err)
+		}
+		pt.sems = append(pt.sems, sem)
+	}
+	var err error
+	if pt.fifo, err = core.NewProxyFifo(cuda.Device(c.device), portFifoSize, c.log); err != nil {
+		return fmt.Errorf("port channels: %w", err)
+	}
+	unbound := make([]proxy.Conn, 0, pt.rows*pt.nPeers)
+	for k := range pt.rows {
+		for p := range pt.nPeers {
+			unbound = append(unbound, pt.conn(k, p, peers[p], 0, 0, 0, 0))
+		}
+	}
+	if err := pt.fifo.AddConns(unbound...); err != nil {
+		return fmt.Errorf("port channels: %w", err)
+	}
+	if err := pt.fifo.Start(); err != nil {
+		return fmt.Errorf("port channels: %w", err)
+	}
+	handles := make([]channels.PortChannelDeviceHandle, 0, pt.rows*pt.nPeers)
+	for k := range pt.rows {
+		for p := range pt.nPeers {
+			handles = append(handles, channels.PortChannelDeviceHandle{
+				ChannelID: uint32(k*pt.nPeers + p),
+				Semaphore: channels.HostSemaphoreDeviceHandle{
+					InboundToken:         uintptr(pt.sems[p].InboundToken()),
+					ExpectedInboundToken: uintptr(pt.sems[p].ExpectedInboundToken()),
+				},
+				Fifo: channels.FifoDeviceHandle{
+					Triggers: uintptr(pt.fifo.Ring()), TailReplica: uintptr(pt.fifo.TailReplica()),
+					Head: uintptr(pt.fifo.Head()), Size: uint32(pt.fifo.Size()),
+				},
+			})
+		}
+	}
+	return c.onGPU(func() error {
+		n := len(handles) * int(unsafe.Sizeof(handles[0]))
+		var err error
+		if pt.table, err = c.alloc(n); err != nil {
+			return fmt.Errorf("port channel handles: %w", err)
+		}
+		return upload(pt.table, unsafe.Slice((*byte)(unsafe.Pointer(&handles[0])), n))
+	})
+}
+
+// conn is the proxy connection of port channel (k, p): from [src, src+srcSize) here to
+// [dst, dst+dstSize) on peer p (rank peer), mapped here; all zero: unbound.
+func (pt *ports) conn(k, p, peer int, src, srcSize, dst, dstSize uint64) proxy.Conn {
+	return proxy.Conn{
+		LocalBuf: src, LocalSize: srcSize, RemoteBuf: dst, RemoteSize: dstSize,
+		RemoteSignal: uint64(pt.sems[p].RemoteInboundToken()), SignalID: p,
+		Peer: peer, Tag: k,
+	}
+}
+
+// bind points registration r's port channels at its buffers (row: the registration table's
+// row, by rank), so that copy-engine calls may use it; a registration beyond the port rows, or
+// one whose buffer on some rank is too large for the requests' 32-bit offsets, stays unbound.
+// It stops the proxy for the change (requests already queued wait). c.mu is held.
+func (pt *ports) bind(r *Registration, row []registrationEntry, rank int) error {
+	if pt == nil || r.index >= pt.rows {
+		return nil
+	}
+	for _, e := range row {
+		if e.Size > math.MaxUint32 {
+			return nil
+		}
+	}
+	err := pt.rebind(r.index, func(p, peer int) proxy.Conn {
+		return pt.conn(r.index, p, peer, row[rank].Base, row[rank].Size, row[peer].Base, row[peer].Size)
+	}, rank)
+	if err == nil {
+		r.copyEngine = true
+	}
+	return err
+}
+
+// unbind takes registration r's buffers out of its port channels. c.mu is held.
+func (pt *ports) unbind(r *Registration, rank int) error {
+	if pt == nil || !r.copyEngine {
+		return nil
+	}
+	r.copyEngine = false
+	return pt.rebind(r.index, func(p, peer int) proxy.Conn { return pt.conn(r.index, p, peer, 0, 0, 0, 0) }, rank)
+}
+
+// rebind replaces the connections of row k with conn(p, peer) while the proxy is stopped.
+func (pt *ports) rebind(k int, conn func(p, peer int) proxy.Conn, rank int) error {
+	if err := pt.fifo.Stop(); err != nil {
+		return fmt.Errorf("stop the port proxy: %w", err)
+	}
+	var errList []error
+	for p := range pt.nPeers {
+		peer := p
+		if p >= rank {
+			peer = p + 1
+		}
+		errList = append(errList, pt.fifo.SetConn(k*pt.nPeers+p, conn(p, peer)))
+	}
+	return errors.Join(errors.Join(errList...), pt.fifo.Start())
+}
+
+// close stops the proxy and frees the FIFO and the semaphores (the table is one of c.allocs).
+func (pt *ports) close() error {
+	if pt == nil {
+		return nil
+	}
+	var errList []error
+	if pt.fifo != nil {
+		errList = append(errList, pt.fifo.Close())
+	}
+	for _, s := range pt.sems {
+		errList = append(errList, s.Close())
+	}
+	return errors.Join(errList...)
+}
