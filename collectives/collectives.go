@@ -74,10 +74,10 @@ type span struct {
 // the registrations.
 type call struct {
 	args   kernelArgs
-	send   span                     // the send buffer, where zero-copy reads it (size 0: it does not)
-	recv   span                     // the receive buffer
+	send   span                  // the send buffer, where zero-copy reads it (size 0: it does not)
+	recv   span                  // the receive buffer
 	choose func(registered) plan // the plan, given what the buffers' registrations allow
-	local  cuda.DevicePtr           // with one rank: where args.Send's bytes go
+	local  cuda.DevicePtr        // with one rank: where args.Send's bytes go
 	bytes  uint64
 }
 

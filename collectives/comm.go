@@ -80,7 +80,8 @@ func scratchLayout(nRanks int) layout {
 
 // New builds this rank's Comm over comm on GPU device (a CUDA device ordinal). Collective: every
 // rank of comm calls it, each with its own GPU; it returns once every peer's side is ready or
-// ctx ends. It uses comm's connection and semaphore tags [0, maxBlocks) with every peer.
+// ctx ends. It uses comm's connection tag 0 and semaphore tags [0, maxBlocks] with every peer,
+// and starts a proxy goroutine (on its own OS thread) for the port channels, stopped by Close.
 func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err error) {
 	if comm == nil {
 		return nil, fmt.Errorf("new collective communicator: nil communicator: %w", errs.ErrInvalidArgument)
@@ -321,7 +322,8 @@ func (c *Comm) onGPU(f func() error) error {
 	return errors.Join(err, cuda.PopContext())
 }
 
-// Close releases the Comm's GPU memory, semaphores, kernels and registrations. Local: the caller makes sure
+// Close stops the port channels' proxy and releases the Comm's GPU memory, semaphores, kernels
+// and registrations. Local: the caller makes sure
 // that no collective of this Comm is still running, here or on a peer. A second Close returns
 // ErrClosed.
 func (c *Comm) Close() error {

@@ -21,7 +21,9 @@
 //   - rsag (AllReduce): reduce-scatter then all-gather in pipelined rounds, one semaphore per
 //     thread block and peer;
 //   - put (AllGather): copies into the peers' scratch, a signal per round;
-//   - direct and rsag_direct: zero-copy, for buffers registered with Register (below).
+//   - direct and rsag_direct: zero-copy, for buffers registered with Register (below);
+//   - port (AllGather): zero-copy through port channels: the copy engines copy between the
+//     registered buffers (large in-place calls).
 //
 // Data goes through the scratch buffers unless the buffers are registered: Register (collective,
 // in the same order on every rank) maps a buffer into every peer, and large calls whose buffers

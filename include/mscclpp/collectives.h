@@ -13,7 +13,8 @@
  *
  * Data moves through the communicator's scratch buffers over CUDA IPC (NVLink or PCIe between
  * GPUs of one host), or, for large messages in buffers registered with mscclppCollRegister,
- * straight between the ranks' buffers (zero-copy). The algorithm is chosen by message size, rank
+ * straight between the ranks' buffers (zero-copy; large in-place AllGathers through the GPU's copy
+ * engines, driven by a proxy thread of the communicator). The algorithm is chosen by message size, rank
  * count and registration (MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO force one, see
  * docs/CONFIG.md).
  */
@@ -53,10 +54,12 @@ typedef struct mscclppCollComm_s* mscclppCollComm_t;
 
 /* Builds this rank's collective communicator over `comm` (whose bootstrap and context must
  * outlive it) on CUDA device `deviceId`, or on the calling thread's current device (the one
- * cudaSetDevice chose) when deviceId < 0. Connects to every peer, exchanges scratch buffers and
- * builds the channels. Collective: blocks until every rank's side is ready (bootstrap timeout). */
+ * cudaSetDevice chose) when deviceId < 0. Connects to every peer, exchanges scratch buffers,
+ * builds the memory and port channels and starts the port channels' proxy thread (it polls while
+ * requests flow, naps when idle). Collective: blocks until every rank's side is ready (bootstrap
+ * timeout). */
 mscclppResult_t mscclppCollCommCreate(mscclppCommunicator_t comm, int deviceId, mscclppCollComm_t* collComm);
-/* Releases the collective communicator's GPU memory and channels. Local: call it once no
+/* Stops the proxy thread and releases the collective communicator's GPU memory and channels. Local: call it once no
  * collective of it is running, here or on a peer. */
 mscclppResult_t mscclppCollCommDestroy(mscclppCollComm_t collComm);
 /* This rank, the number of ranks and the CUDA device of the collective communicator. */
