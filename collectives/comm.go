@@ -323,9 +323,8 @@ func (c *Comm) onGPU(f func() error) error {
 }
 
 // Close stops the port channels' proxy and releases the Comm's GPU memory, semaphores, kernels
-// and registrations. Local: the caller makes sure
-// that no collective of this Comm is still running, here or on a peer. A second Close returns
-// ErrClosed.
+// and registrations. Local: the caller makes sure that no collective of this Comm is still
+// running, here or on a peer. A second Close returns ErrClosed.
 func (c *Comm) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -24,7 +24,8 @@ import (
 // Register binds registration k to it (a request on an unbound channel is refused by the proxy,
 // and the waiting peer traps at its spin bound); Close unbinds it.
 const (
-	// portFifoSize is the proxy FIFO's size: a call pushes a few requests per peer.
+	// portFifoSize is the proxy FIFO's size: a call pushes a request per (block, peer) and a
+	// signal per peer; when the FIFO is full, the GPU waits for the proxy to make room.
 	portFifoSize = 512
 	// portSemaphoreTag is the semaphore tag of the port channels (the memory channels use tags
 	// [0, maxBlocks)).
