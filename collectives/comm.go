@@ -223,16 +223,8 @@ func (c *Comm) connect(ctx context.Context, lay layout) error {
 		c.sems = append(c.sems, sem)
 		handles[k] = channels.NewMemoryChannel(sem, theirs[k%len(peers)], mine, c.scratch).DeviceHandle()
 	}
-	err = c.onGPU(func() error {
-		n := len(handles) * int(unsafe.Sizeof(handles[0]))
-		var err error
-		if c.channels, err = c.alloc(n); err != nil {
-			return fmt.Errorf("channel handles: %w", err)
-		}
-		return upload(c.channels, unsafe.Slice((*byte)(unsafe.Pointer(&handles[0])), n))
-	})
-	if err != nil {
-		return err
+	if c.channels, err = uploadNew(c, handles); err != nil {
+		return fmt.Errorf("channel handles: %w", err)
 	}
 	return c.connectPorts(ctx, peers, conns)
 }
@@ -262,6 +254,19 @@ func (c *Comm) exchangeMemory(ctx context.Context, mine core.RegisteredMemory, t
 		}
 	}
 	return theirs, nil
+}
+
+// uploadNew allocates device memory for s (freed by release) and copies s there, with the
+// Comm's GPU context pushed.
+func uploadNew[T any](c *Comm, s []T) (p cuda.DevicePtr, err error) {
+	n := len(s) * int(unsafe.Sizeof(s[0]))
+	err = c.onGPU(func() error {
+		if p, err = c.alloc(n); err != nil {
+			return err
+		}
+		return upload(p, unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), n))
+	})
+	return p, err
 }
 
 // upload copies b to device memory at dst through a pinned staging buffer. A context is current.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/mscclpp-go/mscclpp/channels"
 	"github.com/mscclpp-go/mscclpp/core"
@@ -37,11 +36,12 @@ const (
 
 // ports is a Comm's copy-engine path.
 type ports struct {
-	fifo   *core.ProxyFifo
-	sems   []*core.Semaphore // by peer index, signalled by the peers' proxies
-	rows   int               // registrations [0, rows) have port channels
-	nPeers int
-	table  cuda.DevicePtr // mscclppPortChannelDeviceHandle [rows][nPeers]
+	fifo  *core.ProxyFifo
+	sems  []*core.Semaphore // by peer index, signalled by the peers' proxies
+	rows  int               // registrations [0, rows) have port channels
+	peers []int             // the peers' ranks, by peer index
+	rank  int               // this rank
+	table cuda.DevicePtr    // mscclppPortChannelDeviceHandle [rows][nPeers]
 }
 
 // portRows is how many registrations get port channels: a trigger names one of 2^10 proxy
@@ -54,7 +54,7 @@ func portRows(nPeers int) int {
 // starts the proxy and uploads the device handles. conns are the connections to the peers, by
 // peer index.
 func (c *Comm) connectPorts(ctx context.Context, peers []int, conns []*core.Connection) error {
-	pt := &ports{nPeers: len(peers), rows: portRows(len(peers))}
+	pt := &ports{peers: peers, rank: c.rank, rows: portRows(len(peers))}
 	c.ports = pt
 	futures := make([]core.Future[*core.Semaphore], len(peers))
 	for i, r := range peers {
@@ -71,10 +71,10 @@ func (c *Comm) connectPorts(ctx context.Context, peers []int, conns []*core.Conn
 	if pt.fifo, err = core.NewProxyFifo(cuda.Device(c.device), portFifoSize, c.log); err != nil {
 		return fmt.Errorf("port channels: %w", err)
 	}
-	unbound := make([]proxy.Conn, 0, pt.rows*pt.nPeers)
+	unbound := make([]proxy.Conn, 0, pt.rows*len(peers))
 	for k := range pt.rows {
-		for p := range pt.nPeers {
-			unbound = append(unbound, pt.conn(k, p, peers[p], 0, 0, 0, 0))
+		for p := range peers {
+			unbound = append(unbound, pt.conn(k, p, 0, 0, 0, 0))
 		}
 	}
 	if err := pt.fifo.AddConns(unbound...); err != nil {
@@ -83,11 +83,11 @@ func (c *Comm) connectPorts(ctx context.Context, peers []int, conns []*core.Conn
 	if err := pt.fifo.Start(); err != nil {
 		return fmt.Errorf("port channels: %w", err)
 	}
-	handles := make([]channels.PortChannelDeviceHandle, 0, pt.rows*pt.nPeers)
+	handles := make([]channels.PortChannelDeviceHandle, 0, pt.rows*len(peers))
 	for k := range pt.rows {
-		for p := range pt.nPeers {
+		for p := range peers {
 			handles = append(handles, channels.PortChannelDeviceHandle{
-				ChannelID: uint32(k*pt.nPeers + p),
+				ChannelID: uint32(k*len(peers) + p),
 				Semaphore: channels.HostSemaphoreDeviceHandle{
 					InboundToken:         uintptr(pt.sems[p].InboundToken()),
 					ExpectedInboundToken: uintptr(pt.sems[p].ExpectedInboundToken()),
@@ -99,23 +99,19 @@ func (c *Comm) connectPorts(ctx context.Context, peers []int, conns []*core.Conn
 			})
 		}
 	}
-	return c.onGPU(func() error {
-		n := len(handles) * int(unsafe.Sizeof(handles[0]))
-		var err error
-		if pt.table, err = c.alloc(n); err != nil {
-			return fmt.Errorf("port channel handles: %w", err)
-		}
-		return upload(pt.table, unsafe.Slice((*byte)(unsafe.Pointer(&handles[0])), n))
-	})
+	if pt.table, err = uploadNew(c, handles); err != nil {
+		return fmt.Errorf("port channel handles: %w", err)
+	}
+	return nil
 }
 
 // conn is the proxy connection of port channel (k, p): from [src, src+srcSize) here to
-// [dst, dst+dstSize) on peer p (rank peer), mapped here; all zero: unbound.
-func (pt *ports) conn(k, p, peer int, src, srcSize, dst, dstSize uint64) proxy.Conn {
+// [dst, dst+dstSize) on peer index p, mapped here; all zero: unbound.
+func (pt *ports) conn(k, p int, src, srcSize, dst, dstSize uint64) proxy.Conn {
 	return proxy.Conn{
 		LocalBuf: src, LocalSize: srcSize, RemoteBuf: dst, RemoteSize: dstSize,
 		RemoteSignal: uint64(pt.sems[p].RemoteInboundToken()), SignalID: p,
-		Peer: peer, Tag: k,
+		Peer: pt.peers[p], Tag: k,
 	}
 }
 
@@ -123,7 +119,7 @@ func (pt *ports) conn(k, p, peer int, src, srcSize, dst, dstSize uint64) proxy.C
 // row, by rank), so that copy-engine calls may use it; a registration beyond the port rows, or
 // one whose buffer on some rank is too large for the requests' 32-bit offsets, stays unbound.
 // It stops the proxy for the change (requests already queued wait). c.mu is held.
-func (pt *ports) bind(r *Registration, row []registrationEntry, rank int) error {
+func (pt *ports) bind(r *Registration, row []registrationEntry) error {
 	if pt == nil || r.index >= pt.rows {
 		return nil
 	}
@@ -132,9 +128,11 @@ func (pt *ports) bind(r *Registration, row []registrationEntry, rank int) error 
 			return nil
 		}
 	}
-	err := pt.rebind(r.index, func(p, peer int) proxy.Conn {
-		return pt.conn(r.index, p, peer, row[rank].Base, row[rank].Size, row[peer].Base, row[peer].Size)
-	}, rank)
+	mine := row[pt.rank]
+	err := pt.rebind(r.index, func(p int) proxy.Conn {
+		theirs := row[pt.peers[p]]
+		return pt.conn(r.index, p, mine.Base, mine.Size, theirs.Base, theirs.Size)
+	})
 	if err == nil {
 		r.copyEngine = true
 	}
@@ -142,26 +140,22 @@ func (pt *ports) bind(r *Registration, row []registrationEntry, rank int) error 
 }
 
 // unbind takes registration r's buffers out of its port channels. c.mu is held.
-func (pt *ports) unbind(r *Registration, rank int) error {
+func (pt *ports) unbind(r *Registration) error {
 	if pt == nil || !r.copyEngine {
 		return nil
 	}
 	r.copyEngine = false
-	return pt.rebind(r.index, func(p, peer int) proxy.Conn { return pt.conn(r.index, p, peer, 0, 0, 0, 0) }, rank)
+	return pt.rebind(r.index, func(p int) proxy.Conn { return pt.conn(r.index, p, 0, 0, 0, 0) })
 }
 
-// rebind replaces the connections of row k with conn(p, peer) while the proxy is stopped.
-func (pt *ports) rebind(k int, conn func(p, peer int) proxy.Conn, rank int) error {
+// rebind replaces the connections of row k with conn(p) while the proxy is stopped.
+func (pt *ports) rebind(k int, conn func(p int) proxy.Conn) error {
 	if err := pt.fifo.Stop(); err != nil {
 		return fmt.Errorf("stop the port proxy: %w", err)
 	}
 	var errList []error
-	for p := range pt.nPeers {
-		peer := p
-		if p >= rank {
-			peer = p + 1
-		}
-		errList = append(errList, pt.fifo.SetConn(k*pt.nPeers+p, conn(p, peer)))
+	for p := range pt.peers {
+		errList = append(errList, pt.fifo.SetConn(k*len(pt.peers)+p, conn(p)))
 	}
 	return errors.Join(errors.Join(errList...), pt.fifo.Start())
 }

@@ -102,7 +102,7 @@ func (c *Comm) Register(ctx context.Context, ptr cuda.DevicePtr, size uint64) (*
 		return c.writeRegistrationRow(index, row)
 	})
 	if err == nil {
-		if err = c.ports.bind(r, row, c.rank); err != nil {
+		if err = c.ports.bind(r, row); err != nil {
 			free := make([]registrationEntry, c.nRanks)
 			err = errors.Join(err, c.onGPU(func() error { return c.writeRegistrationRow(index, free) }))
 		}
@@ -177,7 +177,7 @@ func (r *Registration) Close() error {
 	// A zeroed row makes a kernel that still names this registration trap.
 	row := make([]registrationEntry, c.nRanks)
 	err := c.onGPU(func() error { return c.writeRegistrationRow(r.index, row) })
-	if err = errors.Join(err, c.ports.unbind(r, c.rank), r.unmapPeers()); err != nil {
+	if err = errors.Join(err, c.ports.unbind(r), r.unmapPeers()); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil

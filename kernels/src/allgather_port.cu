@@ -62,11 +62,7 @@ __device__ __forceinline__ void allgatherPort(const Args& a) {
   }
   if (threadIdx.x < nPeers) ports[threadIdx.x].wait(a.maxSpins);
   __syncthreads();
-  if (threadIdx.x == 0) {
-    a.state->blocksDone = 0;
-    a.state->calls = a.state->calls + 1;
-    __threadfence();
-  }
+  if (threadIdx.x == 0) countCall(a.state);
 }
 
 }  // namespace coll

@@ -313,17 +313,20 @@ __device__ __forceinline__ void exchangeDescriptors(const Args& a, uint32_t bloc
 
 // ---- Calls --------------------------------------------------------------------------------------
 
-// Every block calls it last: the last block to finish counts the call. The next kernel on the
-// stream (or the next graph replay) sees the new count.
+// The last block of a call, once every block has counted itself in blocksDone, resets the
+// count and counts the call. The next kernel on the stream (or the next graph replay) sees it.
+__device__ __forceinline__ void countCall(State* s) {
+  s->blocksDone = 0;
+  s->calls = s->calls + 1;
+  __threadfence();
+}
+
+// Every block calls it last: the last block to finish counts the call.
 __device__ __forceinline__ void finishCall(State* s) {
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
-    if (atomicAdd(&s->blocksDone, 1u) == gridDim.x - 1) {
-      s->blocksDone = 0;
-      s->calls = s->calls + 1;
-      __threadfence();
-    }
+    if (atomicAdd(&s->blocksDone, 1u) == gridDim.x - 1) countCall(s);
   }
 }
 
