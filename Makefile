@@ -92,7 +92,7 @@ NVCC_PTX_FLAGS  := -std=c++17 -O3 -ptx -arch=compute_80 -Iinclude
 
 kernels: $(KERNEL_PTX) ## regenerate kernels/ptx/*.ptx after editing kernels/src
 
-kernels/ptx/%.ptx: kernels/src/%.cu kernels/src/common.cuh $(HEADERS)
+kernels/ptx/%.ptx: kernels/src/%.cu $(wildcard kernels/src/*.cuh) $(HEADERS)
 	$(NVCC) $(NVCC_PTX_FLAGS) $< -o $@
 
 kernels-check: ## fail when the committed PTX is not what kernels/src compiles to

@@ -8,6 +8,7 @@
 // delivered. In place is safe: only rank r reads or writes shard r, and each element is read
 // before the same thread writes it.
 #include "common.cuh"
+#include "reduce.cuh"
 
 namespace coll {
 
@@ -21,7 +22,6 @@ __device__ __forceinline__ void allreduceDirect(const Args& a) {
   __shared__ char* peerSend[kMaxZeroCopyPeers];
   __shared__ char* peerRecv[kMaxZeroCopyPeers];
   const uint32_t block = blockIdx.x;
-  const uint32_t nPeers = a.nRanks - 1;
   const uint64_t count = a.count;
   exchangeDescriptors(a, block, count * sizeof(T), count * sizeof(T), peerSend, peerRecv);
 
@@ -30,61 +30,17 @@ __device__ __forceinline__ void allreduceDirect(const Args& a) {
   const uint64_t partBegin = block * part;
   const uint64_t begin = a.rank * shard + partBegin;
   const uint64_t len = clampLen(begin, clampLen(partBegin, part, shard), count);
-  // Rank r's send and receive buffers, from element `begin` on.
-  auto sendOf = [&](uint32_t r) -> const T* {
+  // Rank r's send buffer from element `begin` on; destination 0 is this rank's output, then the
+  // peers' receive buffers around the ring.
+  auto src = [&](uint32_t r) -> const T* {
     const char* base = r == a.rank ? static_cast<const char*>(a.send) : peerSend[peerIndex(a, r)];
     return reinterpret_cast<const T*>(base) + begin;
   };
-  auto recvOf = [&](uint32_t p) -> T* { return reinterpret_cast<T*>(peerRecv[p]) + begin; };
   T* out = static_cast<T*>(a.recv) + begin;
-
-  bool vectors = aligned(sendOf(a.rank), 16) && aligned(out, 16);
-  for (uint32_t p = 0; p < nPeers; ++p) vectors = vectors && aligned(peerSend[p], 16) && aligned(peerRecv[p], 16);
-  uint64_t done = 0;
-  if (vectors) {
-    const uint64_t vecs = len / kVec;
-    const uint64_t step = uint64_t(blockDim.x) * kDirectUnroll;
-    uint64_t v = threadIdx.x;
-    for (; v + (kDirectUnroll - 1) * blockDim.x < vecs; v += step) {
-      // Every rank's vectors are loaded before any is reduced, so the loads overlap.
-      uint4 x[kUnrollRanks][kDirectUnroll];
-#pragma unroll
-      for (uint32_t r = 0; r < kUnrollRanks; ++r) {
-        if (r < a.nRanks) {
-#pragma unroll
-          for (uint32_t u = 0; u < kDirectUnroll; ++u) x[r][u] = reinterpret_cast<const uint4*>(sendOf(r))[v + u * blockDim.x];
-        }
-      }
-#pragma unroll
-      for (uint32_t u = 0; u < kDirectUnroll; ++u) {
-        uint4 acc = x[0][u];
-#pragma unroll
-        for (uint32_t r = 1; r < kUnrollRanks; ++r) {
-          if (r < a.nRanks) acc = applyWord<T, Op>(acc, x[r][u]);
-        }
-        for (uint32_t r = kUnrollRanks; r < a.nRanks; ++r) {
-          acc = applyWord<T, Op>(acc, reinterpret_cast<const uint4*>(sendOf(r))[v + u * blockDim.x]);
-        }
-        reinterpret_cast<uint4*>(out)[v + u * blockDim.x] = acc;
-        for (uint32_t i = 0; i < nPeers; ++i) {
-          reinterpret_cast<uint4*>(recvOf(rotatedPeer(a, i)))[v + u * blockDim.x] = acc;
-        }
-      }
-    }
-    for (; v < vecs; v += blockDim.x) {
-      uint4 acc = reinterpret_cast<const uint4*>(sendOf(0))[v];
-      for (uint32_t r = 1; r < a.nRanks; ++r) acc = applyWord<T, Op>(acc, reinterpret_cast<const uint4*>(sendOf(r))[v]);
-      reinterpret_cast<uint4*>(out)[v] = acc;
-      for (uint32_t p = 0; p < nPeers; ++p) reinterpret_cast<uint4*>(recvOf(p))[v] = acc;
-    }
-    done = vecs * kVec;
-  }
-  for (uint64_t e = done + threadIdx.x; e < len; e += blockDim.x) {
-    T acc = sendOf(0)[e];
-    for (uint32_t r = 1; r < a.nRanks; ++r) acc = apply<Op>(acc, sendOf(r)[e]);
-    out[e] = acc;
-    for (uint32_t p = 0; p < nPeers; ++p) recvOf(p)[e] = acc;
-  }
+  auto dst = [&](uint32_t i) -> T* {
+    return i == 0 ? out : reinterpret_cast<T*>(peerRecv[rotatedPeer(a, i - 1)]) + begin;
+  };
+  reduceToAll<T, Op, kDirectUnroll>(src, a.nRanks, dst, a.nRanks, len, threadIdx.x, blockDim.x);
   exchangeSignals(a, block);
   finishCall(a.state);
 }

@@ -15,6 +15,7 @@
 // mscclpp_allreduce_rsag_direct is the zero-copy variant for registered receive buffers: step 3
 // writes into the peers' receive buffers, steps 4 and 5 drop out (see allreduceRsag).
 #include "common.cuh"
+#include "reduce.cuh"
 
 namespace coll {
 
@@ -23,53 +24,17 @@ enum Region : uint32_t { kReduceSlots = 0, kGatherSlots = 1 };
 // Reduces len elements of this rank's shard at element `begin`: this rank's input and the peers'
 // reduce slots of `bank`, in rank order; stores the result in the output and at peerOut(p) for
 // every peer index p (where element `begin` goes on that peer: its gather slot for this rank, or
-// its receive buffer).
+// its receive buffer), visiting the peers around the ring.
 template <typename T, uint32_t Op, typename PeerOut>
 __device__ __forceinline__ void reduceAndBroadcast(const Args& a, uint32_t bank, uint32_t block, uint64_t begin,
                                                    uint64_t len, PeerOut peerOut) {
-  constexpr uint64_t kVec = sizeof(uint4) / sizeof(T);
   const T* in = static_cast<const T*>(a.send) + begin;
   T* out = static_cast<T*>(a.recv) + begin;
-  const uint32_t nPeers = a.nRanks - 1;
-  bool vectors = aligned(in, 16) && aligned(out, 16);
-  for (uint32_t p = 0; p < nPeers; ++p) vectors = vectors && aligned(peerOut(p), 16);
-  uint64_t done = 0;
-  if (vectors) {
-    const uint64_t vecs = len / kVec;
-    for (uint64_t v = threadIdx.x; v < vecs; v += blockDim.x) {
-      // All ranks' words are loaded before any is reduced, so the loads overlap.
-      uint4 x[kUnrollRanks];
-#pragma unroll
-      for (uint32_t r = 0; r < kUnrollRanks; ++r) {
-        if (r < a.nRanks) {
-          x[r] = r == a.rank ? reinterpret_cast<const uint4*>(in)[v]
-                             : reinterpret_cast<const uint4*>(a.scratch + dataSlotOffset(a, bank, kReduceSlots, r, block))[v];
-        }
-      }
-      uint4 acc = x[0];
-#pragma unroll
-      for (uint32_t r = 1; r < kUnrollRanks; ++r) {
-        if (r < a.nRanks) acc = applyWord<T, Op>(acc, x[r]);
-      }
-      for (uint32_t r = kUnrollRanks; r < a.nRanks; ++r) {
-        const uint4 y = r == a.rank ? reinterpret_cast<const uint4*>(in)[v]
-                                    : reinterpret_cast<const uint4*>(a.scratch + dataSlotOffset(a, bank, kReduceSlots, r, block))[v];
-        acc = applyWord<T, Op>(acc, y);
-      }
-      reinterpret_cast<uint4*>(out)[v] = acc;
-      for (uint32_t i = 0; i < nPeers; ++i) reinterpret_cast<uint4*>(peerOut(rotatedPeer(a, i)))[v] = acc;
-    }
-    done = vecs * kVec;
-  }
-  for (uint64_t e = done + threadIdx.x; e < len; e += blockDim.x) {
-    T acc;
-    for (uint32_t r = 0; r < a.nRanks; ++r) {
-      const T x = r == a.rank ? in[e] : reinterpret_cast<const T*>(a.scratch + dataSlotOffset(a, bank, kReduceSlots, r, block))[e];
-      acc = r == 0 ? x : apply<Op>(acc, x);
-    }
-    out[e] = acc;
-    for (uint32_t p = 0; p < nPeers; ++p) peerOut(p)[e] = acc;
-  }
+  auto src = [&](uint32_t r) -> const T* {
+    return r == a.rank ? in : reinterpret_cast<const T*>(a.scratch + dataSlotOffset(a, bank, kReduceSlots, r, block));
+  };
+  auto dst = [&](uint32_t i) -> T* { return i == 0 ? out : peerOut(rotatedPeer(a, i - 1)); };
+  reduceToAll<T, Op, 1>(src, a.nRanks, dst, a.nRanks, len, threadIdx.x, blockDim.x);
 }
 
 // Direct: the receive buffers are registered: step 3 writes the reduced piece straight into
@@ -113,8 +78,8 @@ __device__ __forceinline__ void allreduceRsag(const Args& a) {
       return reinterpret_cast<T*>(static_cast<char*>(channel(a, block, p).dst) + gatherSlot);
     });
     exchangeSignals(a, block);
-    for (uint32_t p = 0; p < nPeers; ++p) {
-      const uint64_t r = peerRank(a, p);
+    for (uint32_t i = 0; i < nPeers; ++i) {
+      const uint64_t r = peerRank(a, rotatedPeer(a, i));
       const uint64_t begin = r * shard + off;
       copyBytes(recv + begin, a.scratch + dataSlotOffset(a, bank, kGatherSlots, r, block),
                   clampLen(begin, n, count) * sizeof(T), threadIdx.x, blockDim.x);

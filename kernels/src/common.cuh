@@ -182,45 +182,17 @@ __device__ __forceinline__ bool aligned(const void* p, uint64_t n) { return (rei
 
 // ---- Copies ------------------------------------------------------------------------------------
 
-// Copies `bytes` bytes from src to dst over numThreads threads. When both are 16-byte aligned,
-// each thread moves kCopyUnroll 16-byte words per step, loads first, so that several loads are in
-// flight (one word at a time leaves NVLink idle while a load waits); otherwise mscclppCopy.
-__device__ __forceinline__ void copyBytes(void* dst, const void* src, uint64_t bytes, uint32_t threadId,
-                                          uint32_t numThreads) {
-  if (!aligned(dst, 16) || !aligned(src, 16)) {
-    mscclppCopy(dst, src, bytes, threadId, numThreads);
-    return;
-  }
-  uint4* d = static_cast<uint4*>(dst);
-  const uint4* s = static_cast<const uint4*>(src);
-  const uint64_t words = bytes / 16;
-  const uint64_t step = uint64_t(numThreads) * kCopyUnroll;
-  uint64_t i = threadId;
-  for (; i + (kCopyUnroll - 1) * numThreads < words; i += step) {
-    uint4 v[kCopyUnroll];
-#pragma unroll
-    for (int k = 0; k < kCopyUnroll; ++k) v[k] = s[i + k * numThreads];
-#pragma unroll
-    for (int k = 0; k < kCopyUnroll; ++k) d[i + k * numThreads] = v[k];
-  }
-  for (; i < words; i += numThreads) d[i] = s[i];
-  const uint64_t done = words * 16;
-  unsigned char* db = static_cast<unsigned char*>(dst);
-  const unsigned char* sb = static_cast<const unsigned char*>(src);
-  for (uint64_t b = done + threadId; b < bytes; b += numThreads) db[b] = sb[b];
-}
-
 // Copies `bytes` bytes from src to nDst destinations, dst(0) .. dst(nDst - 1), over numThreads
-// threads: each 16-byte word is loaded once and stored to every destination (kCopyUnroll words in
-// flight per thread) when src and every destination are 16-byte aligned; otherwise one copyBytes
-// per destination.
+// threads. When src and every destination are 16-byte aligned, each thread loads kCopyUnroll
+// 16-byte words per step, all before storing any (one word at a time leaves NVLink idle while a
+// load waits), and stores each to every destination; otherwise mscclppCopy per destination.
 template <typename DstFn>
 __device__ __forceinline__ void broadcastBytes(DstFn dst, uint32_t nDst, const char* src, uint64_t bytes,
                                                uint32_t threadId, uint32_t numThreads) {
   bool vectors = aligned(src, 16);
   for (uint32_t d = 0; d < nDst; ++d) vectors = vectors && aligned(dst(d), 16);
   if (!vectors) {
-    for (uint32_t d = 0; d < nDst; ++d) copyBytes(dst(d), src, bytes, threadId, numThreads);
+    for (uint32_t d = 0; d < nDst; ++d) mscclppCopy(dst(d), src, bytes, threadId, numThreads);
     return;
   }
   const uint4* s = reinterpret_cast<const uint4*>(src);
@@ -244,6 +216,13 @@ __device__ __forceinline__ void broadcastBytes(DstFn dst, uint32_t nDst, const c
   for (uint64_t b = words * 16 + threadId; b < bytes; b += numThreads) {
     for (uint32_t d = 0; d < nDst; ++d) dst(d)[b] = src[b];
   }
+}
+
+// Copies `bytes` bytes from src to dst over numThreads threads: broadcastBytes to one destination.
+__device__ __forceinline__ void copyBytes(void* dst, const void* src, uint64_t bytes, uint32_t threadId,
+                                          uint32_t numThreads) {
+  broadcastBytes([dst](uint32_t) { return static_cast<char*>(dst); }, 1, static_cast<const char*>(src), bytes,
+                 threadId, numThreads);
 }
 
 // The packet flag of call number `calls`: never 0, the value of packet memory nobody wrote, so

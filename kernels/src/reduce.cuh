@@ -1,0 +1,71 @@
+// reduce.cuh: the element-wise reduction of several ranks' pieces, stored to several places at
+// once. AllReduce's rsag kernels (inputs in the scratch) and direct kernel (inputs in the peers'
+// registered buffers) share it.
+#ifndef MSCCLPP_KERNELS_REDUCE_CUH_
+#define MSCCLPP_KERNELS_REDUCE_CUH_
+
+#include "common.cuh"
+
+namespace coll {
+
+// Reduces the 16-byte word v (and the Unroll - 1 words numThreads apart after it) of every
+// source in rank order and stores each result to every destination. Every source's words are
+// loaded before any is reduced, so the loads (across the links, or from the scratch) overlap.
+template <typename T, uint32_t Op, uint32_t Unroll, typename SrcFn, typename DstFn>
+__device__ __forceinline__ void reduceWords(SrcFn src, uint32_t nSrc, DstFn dst, uint32_t nDst, uint64_t v,
+                                            uint32_t numThreads) {
+  uint4 x[kUnrollRanks][Unroll];
+#pragma unroll
+  for (uint32_t r = 0; r < kUnrollRanks; ++r) {
+    if (r < nSrc) {
+#pragma unroll
+      for (uint32_t u = 0; u < Unroll; ++u) x[r][u] = reinterpret_cast<const uint4*>(src(r))[v + u * numThreads];
+    }
+  }
+#pragma unroll
+  for (uint32_t u = 0; u < Unroll; ++u) {
+    uint4 acc = x[0][u];
+#pragma unroll
+    for (uint32_t r = 1; r < kUnrollRanks; ++r) {
+      if (r < nSrc) acc = applyWord<T, Op>(acc, x[r][u]);
+    }
+    for (uint32_t r = kUnrollRanks; r < nSrc; ++r) {
+      acc = applyWord<T, Op>(acc, reinterpret_cast<const uint4*>(src(r))[v + u * numThreads]);
+    }
+    for (uint32_t i = 0; i < nDst; ++i) reinterpret_cast<uint4*>(dst(i))[v + u * numThreads] = acc;
+  }
+}
+
+// Reduces len elements of type T: element e of the result is src(0)[e] op src(1)[e] op ...
+// src(nSrc - 1)[e] (in that order, so every rank computes the same bits) and is stored at
+// dst(0)[e] .. dst(nDst - 1)[e], over numThreads threads. When every source and destination is
+// 16-byte aligned, each thread reduces Unroll 16-byte words per step; the rest element by element.
+template <typename T, uint32_t Op, uint32_t Unroll, typename SrcFn, typename DstFn>
+__device__ __forceinline__ void reduceToAll(SrcFn src, uint32_t nSrc, DstFn dst, uint32_t nDst, uint64_t len,
+                                            uint32_t threadId, uint32_t numThreads) {
+  constexpr uint64_t kVec = sizeof(uint4) / sizeof(T);
+  bool vectors = true;
+  for (uint32_t r = 0; r < nSrc; ++r) vectors = vectors && aligned(src(r), 16);
+  for (uint32_t i = 0; i < nDst; ++i) vectors = vectors && aligned(dst(i), 16);
+  uint64_t done = 0;
+  if (vectors) {
+    const uint64_t vecs = len / kVec;
+    uint64_t v = threadId;
+    for (; v + (Unroll - 1) * numThreads < vecs; v += uint64_t(numThreads) * Unroll) {
+      reduceWords<T, Op, Unroll>(src, nSrc, dst, nDst, v, numThreads);
+    }
+    if constexpr (Unroll > 1) {
+      for (; v < vecs; v += numThreads) reduceWords<T, Op, 1>(src, nSrc, dst, nDst, v, numThreads);
+    }
+    done = vecs * kVec;
+  }
+  for (uint64_t e = done + threadId; e < len; e += numThreads) {
+    T acc = src(0)[e];
+    for (uint32_t r = 1; r < nSrc; ++r) acc = apply<Op>(acc, src(r)[e]);
+    for (uint32_t i = 0; i < nDst; ++i) dst(i)[e] = acc;
+  }
+}
+
+}  // namespace coll
+
+#endif  // MSCCLPP_KERNELS_REDUCE_CUH_
