@@ -78,30 +78,26 @@ func mscclppBootstrapCreate(b *C.mscclppBootstrap_t, rank, nranks C.int, ifIpPor
 
 //export mscclppBootstrapRank
 func mscclppBootstrapRank(b C.mscclppBootstrap_t, rank *C.int) C.mscclppResult_t {
-	return call("mscclppBootstrapRank", func() error {
-		t, err := bootstraps.lookup(unsafe.Pointer(b))
-		if err != nil {
-			return err
-		}
-		if rank == nil {
-			return invalidArg("rank is NULL")
-		}
-		*rank = C.int(t.Rank())
-		return nil
-	})
+	return bootstrapInt("mscclppBootstrapRank", b, rank, "rank", (*bootstrap.TCP).Rank)
 }
 
 //export mscclppBootstrapSize
 func mscclppBootstrapSize(b C.mscclppBootstrap_t, nranks *C.int) C.mscclppResult_t {
-	return call("mscclppBootstrapSize", func() error {
+	return bootstrapInt("mscclppBootstrapSize", b, nranks, "nranks", (*bootstrap.TCP).Size)
+}
+
+// bootstrapInt writes get of the bootstrap b to *out (named outName in the errors): the body of
+// the integer accessors above.
+func bootstrapInt(fn string, b C.mscclppBootstrap_t, out *C.int, outName string, get func(*bootstrap.TCP) int) C.mscclppResult_t {
+	return call(fn, func() error {
 		t, err := bootstraps.lookup(unsafe.Pointer(b))
 		if err != nil {
 			return err
 		}
-		if nranks == nil {
-			return invalidArg("nranks is NULL")
+		if out == nil {
+			return invalidArg(outName + " is NULL")
 		}
-		*nranks = C.int(t.Size())
+		*out = C.int(get(t))
 		return nil
 	})
 }
