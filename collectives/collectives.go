@@ -82,41 +82,38 @@ type call struct {
 }
 
 // launch queues the call's kernel; with one rank it only copies send to x.local (when they
-// differ).
+// differ). The kernel launch is a single call into the driver layer, which makes the Comm's
+// context current for it only when another one is.
 func (c *Comm) launch(x *call, s cuda.Stream) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return ErrClosed
 	}
-	return c.onGPU(func() error {
-		if c.nRanks == 1 {
-			if cuda.DevicePtr(x.args.Send) == x.local {
-				return nil
-			}
-			return cuda.MemcpyAsync(x.local, cuda.DevicePtr(x.args.Send), int(x.bytes), s)
+	if c.nRanks == 1 {
+		if cuda.DevicePtr(x.args.Send) == x.local {
+			return nil
 		}
-		sendReg, recvReg := c.zeroCopyRegistrations(x)
-		p := x.choose(registered{zeroCopy: recvReg != nil, copyEngine: recvReg != nil && recvReg.copyEngine})
-		if p.zeroCopy() {
-			var err error
-			if sendReg != nil {
-				if x.args.SendDesc, err = sendReg.descriptor(x.send.ptr); err != nil {
-					return err
-				}
-			}
-			if x.args.RecvDesc, err = recvReg.descriptor(x.recv.ptr); err != nil {
+		return c.onGPU(func() error { return cuda.MemcpyAsync(x.local, cuda.DevicePtr(x.args.Send), int(x.bytes), s) })
+	}
+	sendReg, recvReg := c.zeroCopyRegistrations(x)
+	p := x.choose(registered{zeroCopy: recvReg != nil, copyEngine: recvReg != nil && recvReg.copyEngine})
+	if p.zeroCopy() {
+		var err error
+		if sendReg != nil {
+			if x.args.SendDesc, err = sendReg.descriptor(x.send.ptr); err != nil {
 				return err
 			}
 		}
-		f, err := c.function(p.kernel)
-		if err != nil {
+		if x.args.RecvDesc, err = recvReg.descriptor(x.recv.ptr); err != nil {
 			return err
 		}
-		grid := cuda.Dim3{X: uint32(p.blocks), Y: 1, Z: 1}
-		block := cuda.Dim3{X: uint32(p.threads), Y: 1, Z: 1}
-		return cuda.LaunchKernel(f, grid, block, 0, s, x.args.bytes())
-	})
+	}
+	f, ok := c.funcs[p.kernel]
+	if !ok {
+		return fmt.Errorf("kernel %s was not loaded: %w", p.kernel, errs.ErrInternal)
+	}
+	return cuda.LaunchKernelInContext(c.pctx, f, uint32(p.blocks), uint32(p.threads), s, x.args.bytes())
 }
 
 // zeroCopyRegistrations returns the registrations holding the call's buffers when zero-copy

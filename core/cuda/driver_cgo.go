@@ -455,4 +455,21 @@ func cuLaunchKernel(f Function, grid, block Dim3, sharedMemBytes int, s Stream, 
 		C.uint(sharedMemBytes), C.CUstream(s.h), params, nil))
 }
 
+// launchStepOps names the steps of mscclpp_launch_in_context (enum mscclpp_launch_step).
+var launchStepOps = [...]string{"cuCtxGetCurrent", "cuCtxPushCurrent", "cuLaunchKernel", "cuCtxPopCurrent"}
+
+func launchInContext(ctx Context, f Function, grid, block uint32, s Stream, param []byte) error {
+	var step C.int
+	r := C.mscclpp_launch_in_context(C.CUcontext(ctx.h), C.CUfunction(f.h), C.uint(grid), C.uint(block),
+		C.CUstream(s.h), unsafe.Pointer(&param[0]), &step)
+	if r == codeSuccess {
+		return nil
+	}
+	op := "cuLaunchKernel"
+	if int(step) >= 0 && int(step) < len(launchStepOps) {
+		op = launchStepOps[step]
+	}
+	return check(op, r)
+}
+
 func alignUp(n, align int) int { return (n + align - 1) / align * align }

@@ -38,6 +38,7 @@ CU_FN(cuDevicePrimaryCtxRelease, CU_REQUIRED, 0, (CUdevice dev), (dev))
 CU_FN(cuCtxSetCurrent,           CU_REQUIRED, 0, (CUcontext ctx), (ctx))
 CU_FN(cuCtxPushCurrent,          CU_REQUIRED, 0, (CUcontext ctx), (ctx))
 CU_FN(cuCtxPopCurrent,           CU_REQUIRED, 0, (CUcontext *pctx), (pctx))
+CU_FN(cuCtxGetCurrent,           CU_REQUIRED, 0, (CUcontext *pctx), (pctx))
 CU_FN(cuCtxGetDevice,            CU_REQUIRED, 0, (CUdevice *device), (device))
 CU_FN(cuCtxEnablePeerAccess,     CU_REQUIRED, 0, (CUcontext peerContext, unsigned int Flags), (peerContext, Flags))
 

@@ -64,3 +64,21 @@ func LaunchKernel(f Function, grid, block Dim3, sharedMemBytes int, s Stream, ar
 	}
 	return cuLaunchKernel(f, grid, block, sharedMemBytes, s, args)
 }
+
+// LaunchKernelInContext queues f on s over grid blocks of block threads (one-dimensional, no
+// dynamic shared memory) with one kernel parameter, the bytes of param, and with ctx current on
+// the calling OS thread for the launch: pushed before and popped after when another context (or
+// none) is current, left alone when ctx already is. The whole launch is one call into C, for
+// launch paths where each crossing counts; the thread need not be locked.
+func LaunchKernelInContext(ctx Context, f Function, grid, block uint32, s Stream, param []byte) error {
+	if len(param) == 0 {
+		return fmt.Errorf("cuLaunchKernel: the parameter is empty: %w", errs.ErrInvalidArgument)
+	}
+	if err := initDriver(); err != nil {
+		return err
+	}
+	if err := launchInContext(ctx, f, grid, block, s, param); err != nil {
+		return fmt.Errorf("CUDA device %d: %w", ctx.dev, err)
+	}
+	return nil
+}

@@ -85,6 +85,9 @@ func TestRuntimeWithoutDevice(t *testing.T) {
 		"Module.Unload":        func() error { return Module{}.Unload() },
 		"Module.Function":      func() error { _, err := Module{}.Function("fill"); return err },
 		"LaunchKernel":         func() error { return LaunchKernel(Function{}, Dim3{1, 1, 1}, Dim3{1, 1, 1}, 0, Stream{}) },
+		"LaunchKernelInContext": func() error {
+			return LaunchKernelInContext(Context{}, Function{}, 1, 1, Stream{}, []byte{0})
+		},
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
@@ -102,6 +105,9 @@ func TestRuntimeInvalidArguments(t *testing.T) {
 		"LoadModule empty":     func() error { _, err := LoadModule(nil); return err },
 		"LaunchKernel shmem":   func() error { return LaunchKernel(Function{}, Dim3{1, 1, 1}, Dim3{1, 1, 1}, -1, Stream{}) },
 		"LaunchKernel arg nil": func() error { return LaunchKernel(Function{}, Dim3{1, 1, 1}, Dim3{1, 1, 1}, 0, Stream{}, nil) },
+		"LaunchKernelInContext no parameter": func() error {
+			return LaunchKernelInContext(Context{}, Function{}, 1, 1, Stream{}, nil)
+		},
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
@@ -225,6 +231,67 @@ func TestLaunchKernel(t *testing.T) {
 		if v != baseValue+uint32(i) {
 			t.Fatalf("element %d = %d, want %d", i, v, baseValue+i)
 		}
+	}
+}
+
+// TestLaunchKernelInContext launches with the context current and with no context current on the
+// thread: both run the kernel, and the thread is left as it was.
+func TestLaunchKernelInContext(t *testing.T) {
+	requireGPU(t, 1)
+	withContext(t)
+	const (
+		n       = 1000
+		threads = 128
+	)
+	d, err := GetDevice(0)
+	require.NoError(t, err)
+	ctx, err := d.RetainPrimaryContext()
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, ctx.Release()) }()
+	mod, err := LoadModule(fillPTX)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, mod.Unload()) }()
+	fill, err := mod.Function("fill_struct")
+	require.NoError(t, err)
+	host, err := MemHostAlloc(n * 4)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, MemFreeHost(host)) }()
+	dev, err := MemHostGetDevicePointer(host)
+	require.NoError(t, err)
+	s, err := NewStream()
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, s.Destroy()) }()
+
+	for _, tt := range []struct {
+		name    string
+		current bool // ctx current on the thread at the launch, else none
+		base    uint32
+	}{{"context current", true, 7}, {"no context current", false, 1000}} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.NoError(t, ctx.SetCurrent())
+			if !tt.current {
+				require.NoError(t, Context{}.SetCurrent())
+			}
+			// struct fill_args of testdata/fill.cu: a pointer, two 32-bit values.
+			param := binary.NativeEndian.AppendUint64(nil, uint64(dev))
+			param = binary.NativeEndian.AppendUint32(param, tt.base)
+			param = binary.NativeEndian.AppendUint32(param, n)
+			require.NoError(t, LaunchKernelInContext(ctx, fill, (n+threads-1)/threads, threads, s, param))
+			_, err := CurrentDevice()
+			if tt.current {
+				assert.NoError(t, err, "the context stays current")
+			} else {
+				assert.Error(t, err, "the thread is left with no context")
+			}
+			require.NoError(t, ctx.SetCurrent())
+			require.NoError(t, s.Synchronize())
+			got := unsafe.Slice((*uint32)(host), n)
+			for i, v := range got {
+				if v != tt.base+uint32(i) {
+					t.Fatalf("element %d = %d, want %d", i, v, tt.base+uint32(i))
+				}
+			}
+		})
 	}
 }
 

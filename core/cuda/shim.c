@@ -100,3 +100,31 @@ int mscclpp_cu_resolve(int i, char *err, size_t err_len)
 	*slots[i] = sym;
 	return 0;
 }
+
+CUresult mscclpp_launch_in_context(CUcontext ctx, CUfunction f, unsigned int grid_x, unsigned int block_x,
+				   CUstream stream, void *param, int *failed_step)
+{
+	CUcontext current = NULL;
+	CUresult r = mscclpp_cuCtxGetCurrent(&current);
+	if (r != CUDA_SUCCESS) {
+		*failed_step = MSCCLPP_LAUNCH_GET_CONTEXT;
+		return r;
+	}
+	const int push = current != ctx;
+	if (push && (r = mscclpp_cuCtxPushCurrent(ctx)) != CUDA_SUCCESS) {
+		*failed_step = MSCCLPP_LAUNCH_PUSH;
+		return r;
+	}
+	void *params[1] = {param};
+	r = mscclpp_cuLaunchKernel(f, grid_x, 1, 1, block_x, 1, 1, 0, stream, params, NULL);
+	*failed_step = MSCCLPP_LAUNCH_LAUNCH;
+	if (push) {
+		CUcontext popped;
+		const CUresult p = mscclpp_cuCtxPopCurrent(&popped);
+		if (r == CUDA_SUCCESS && p != CUDA_SUCCESS) {
+			*failed_step = MSCCLPP_LAUNCH_POP;
+			r = p;
+		}
+	}
+	return r;
+}

@@ -43,6 +43,23 @@ int mscclpp_cu_open(const char *path, char *err, size_t err_len);
  */
 int mscclpp_cu_resolve(int i, char *err, size_t err_len);
 
+/* The steps of mscclpp_launch_in_context, to name the one that failed. */
+enum mscclpp_launch_step {
+	MSCCLPP_LAUNCH_GET_CONTEXT = 0, /* cuCtxGetCurrent */
+	MSCCLPP_LAUNCH_PUSH = 1,        /* cuCtxPushCurrent */
+	MSCCLPP_LAUNCH_LAUNCH = 2,      /* cuLaunchKernel */
+	MSCCLPP_LAUNCH_POP = 3,         /* cuCtxPopCurrent */
+};
+
+/*
+ * mscclpp_launch_in_context launches f with one kernel parameter, the bytes at param, with ctx
+ * current on the calling thread: pushed first and popped after when another context (or none)
+ * is current, left alone when ctx already is. On failure *failed_step names the step. The
+ * driver copies the parameter during the launch; param is not kept.
+ */
+CUresult mscclpp_launch_in_context(CUcontext ctx, CUfunction f, unsigned int grid_x, unsigned int block_x,
+				   CUstream stream, void *param, int *failed_step);
+
 #pragma GCC visibility pop
 
 #endif /* MSCCLPP_CUDA_SHIM_H */
