@@ -18,6 +18,10 @@ const (
 	// AlgoRSAGDirect is rsag whose all-gather writes straight into registered receive buffers
 	// (AllReduce).
 	AlgoRSAGDirect = "rsag_direct"
+	// AlgoRSAGPort is rsag whose all-gather runs on the copy engines, between registered receive
+	// buffers, overlapped with the reduce-scatter of the next wave (AllReduce; forced only until
+	// measured).
+	AlgoRSAGPort = "rsag_port"
 )
 
 // Launch shapes and limits. maxBlocks must equal coll::kMaxBlocks of kernels/src/common.cuh.
@@ -98,7 +102,7 @@ type plan struct {
 // zeroCopy reports whether the plan's kernel reaches the peers' registered buffers (and so needs
 // the call's buffer descriptors).
 func (p plan) zeroCopy() bool {
-	return p.algo == AlgoDirect || p.algo == AlgoRSAGDirect || p.algo == AlgoPort
+	return p.algo == AlgoDirect || p.algo == AlgoRSAGDirect || p.algo == AlgoPort || p.algo == AlgoRSAGPort
 }
 
 // registered says which zero-copy paths a call's buffers allow.
@@ -107,19 +111,20 @@ type registered struct {
 	copyEngine bool // and the receive buffer's registration has port channels (port may run)
 }
 
-// chooseAllReduce picks the algorithm and grid for bytes of dt across nRanks; zeroCopy says
-// that send and recv are registered (so direct may run); forced is MSCCLPP_ALLREDUCE_ALGO
+// chooseAllReduce picks the algorithm and grid for bytes of dt across nRanks; reg says which
+// zero-copy paths the call's send and receive buffers allow; forced is MSCCLPP_ALLREDUCE_ALGO
 // ("auto" or an algorithm name). A forced packet algorithm whose packets would not fit a packet
-// slot falls back to rsag; a forced direct without registered buffers is auto.
-func chooseAllReduce(bytes uint64, dt DataType, nRanks int, zeroCopy bool, forced string) plan {
+// slot falls back to rsag; a forced zero-copy algorithm that the buffers do not allow is auto.
+func chooseAllReduce(bytes uint64, dt DataType, nRanks int, reg registered, forced string) plan {
+	zeroCopy := reg.zeroCopy
 	fitsOneShot := bytes <= packetMaxBytes
 	fitsTwoShot := (bytes+uint64(nRanks)*packetWordBytes-1)/(uint64(nRanks)*packetWordBytes)*packetWordBytes <= packetMaxBytes
-	if (forced == AlgoDirect || forced == AlgoRSAGDirect) && !zeroCopy {
+	if (forced == AlgoDirect || forced == AlgoRSAGDirect) && !zeroCopy || forced == AlgoRSAGPort && !reg.copyEngine {
 		forced = AlgoAuto
 	}
 	algo := AlgoRSAG
 	switch forced {
-	case AlgoDirect, AlgoRSAGDirect:
+	case AlgoDirect, AlgoRSAGDirect, AlgoRSAGPort:
 		algo = forced
 	case AlgoPacket:
 		if fitsOneShot {
@@ -145,6 +150,9 @@ func chooseAllReduce(bytes uint64, dt DataType, nRanks int, zeroCopy bool, force
 	switch algo {
 	case AlgoRSAG, AlgoRSAGDirect:
 		return plan{algo, kernel, roundBlocks(bytes / uint64(nRanks)), rsagThreads}
+	case AlgoRSAGPort:
+		// The reducing blocks and one more that issues the copies.
+		return plan{algo, kernel, min(roundBlocks(bytes/uint64(nRanks)), maxBlocks-1) + 1, rsagThreads}
 	case AlgoDirect:
 		return plan{algo, kernel, roundBlocks(bytes / uint64(nRanks)), directThreads}
 	}
@@ -164,7 +172,7 @@ func kernelNames() []string {
 	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect),
 		allGatherKernel(AlgoPort)}
 	for dt := range dataTypes {
-		for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG, AlgoDirect, AlgoRSAGDirect} {
+		for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG, AlgoDirect, AlgoRSAGDirect, AlgoRSAGPort} {
 			names = append(names, allReduceKernel(algo, dt))
 		}
 	}

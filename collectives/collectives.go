@@ -29,7 +29,7 @@ func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op O
 	forced, _ := forcedAlgorithms()
 	x := call{args: c.args, local: recv, bytes: bytes,
 		send: span{send, bytes}, recv: span{recv, bytes},
-		choose: func(reg registered) plan { return chooseAllReduce(bytes, dt, c.nRanks, reg.zeroCopy, forced) }}
+		choose: func(reg registered) plan { return chooseAllReduce(bytes, dt, c.nRanks, reg, forced) }}
 	x.args.Send, x.args.Recv, x.args.Count, x.args.Op = uintptr(send), uintptr(recv), uint64(count), uint64(op)
 	if err := c.launch(&x, s); err != nil {
 		return fail(err)

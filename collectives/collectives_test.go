@@ -55,9 +55,11 @@ func TestChooseAllReduce(t *testing.T) {
 		{4, 2, false, AlgoDirect, AlgoPacket, 1, packetThreads}, // not registered: auto
 		{2 << 20, 2, false, AlgoDirect, AlgoRSAG, 32, rsagThreads},
 		{2 << 20, 2, true, AlgoRSAG, AlgoRSAG, 32, rsagThreads}, // forced scratch algorithms win
+		// rsag_port: the reducing blocks plus one; only where the copy engines may run (below).
+		{4, 2, true, AlgoRSAGPort, AlgoPacket, 1, packetThreads},
 	}
 	for _, tt := range tests {
-		p := chooseAllReduce(tt.bytes, Float16, tt.nRanks, tt.zeroCopy, tt.forced)
+		p := chooseAllReduce(tt.bytes, Float16, tt.nRanks, registered{zeroCopy: tt.zeroCopy}, tt.forced)
 		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
 		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
 		assert.Equal(t, tt.threads, p.threads, "%+v", tt)
@@ -66,6 +68,33 @@ func TestChooseAllReduce(t *testing.T) {
 		if !tt.zeroCopy {
 			assert.False(t, p.zeroCopy(), "a zero-copy kernel for unregistered buffers: %+v", tt)
 		}
+	}
+}
+
+// TestChooseAllReducePort: rsag_port only when forced and the receive buffer's registration has
+// port channels; auto never picks it (not measured yet).
+func TestChooseAllReducePort(t *testing.T) {
+	ports := registered{zeroCopy: true, copyEngine: true}
+	tests := []struct {
+		bytes  uint64
+		nRanks int
+		reg    registered
+		forced string
+		algo   string
+		blocks int
+	}{
+		{4, 2, ports, AlgoRSAGPort, AlgoRSAGPort, 2},
+		{1 << 20, 4, ports, AlgoRSAGPort, AlgoRSAGPort, 8 + 1}, // 256 KiB per rank: 8 reducing blocks
+		{1 << 30, 4, ports, AlgoRSAGPort, AlgoRSAGPort, maxBlocks}, // 63 reducing blocks
+		{1 << 30, 4, registered{zeroCopy: true}, AlgoRSAGPort, AlgoRSAGDirect, maxBlocks},
+		{1 << 30, 4, ports, AlgoAuto, AlgoRSAGDirect, maxBlocks},
+	}
+	for _, tt := range tests {
+		p := chooseAllReduce(tt.bytes, Float32, tt.nRanks, tt.reg, tt.forced)
+		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
+		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
+		assert.Equal(t, rsagThreads, p.threads, "%+v", tt)
+		assert.True(t, p.zeroCopy(), "%+v", tt)
 	}
 }
 
@@ -142,7 +171,7 @@ func TestScratchLayout(t *testing.T) {
 }
 
 func TestKernelNamesCoverEveryType(t *testing.T) {
-	assert.Len(t, kernelNames(), 4+5*len(dataTypes))
+	assert.Len(t, kernelNames(), 4+6*len(dataTypes))
 }
 
 func TestCheckCall(t *testing.T) {

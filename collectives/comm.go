@@ -304,15 +304,17 @@ func (c *Comm) function(name string) (cuda.Function, error) {
 }
 
 // moduleFor returns the index of the module of kernel name in modNames: the module named by the
-// kernel's prefix ("mscclpp_allreduce_packet_f32" is in "allreduce_packet", not in
-// "allreduce_packet2").
+// longest prefix of the kernel's name ("mscclpp_allreduce_packet_f32" is in "allreduce_packet",
+// not in "allreduce_packet2"; "mscclpp_allreduce_rsag_port_f32" in "allreduce_rsag_port", not
+// in "allreduce_rsag").
 func moduleFor(name string, modNames []string) (int, bool) {
+	best, found := 0, false
 	for i, m := range modNames {
-		if strings.HasPrefix(name, "mscclpp_"+m+"_") || name == "mscclpp_"+m {
-			return i, true
+		if (strings.HasPrefix(name, "mscclpp_"+m+"_") || name == "mscclpp_"+m) && (!found || len(m) > len(modNames[best])) {
+			best, found = i, true
 		}
 	}
-	return 0, false
+	return best, found
 }
 
 // onGPU runs f with the Comm's GPU context pushed on the calling OS thread (and popped after),

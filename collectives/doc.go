@@ -23,7 +23,9 @@
 //   - put (AllGather): copies into the peers' scratch, a signal per round;
 //   - direct and rsag_direct: zero-copy, for buffers registered with Register (below);
 //   - port (AllGather): zero-copy through port channels: the copy engines copy between the
-//     registered buffers (large in-place calls).
+//     registered buffers (large in-place calls);
+//   - rsag_port (AllReduce, forced only: not measured yet): rsag's reduce-scatter on the SMs in
+//     waves, each wave's all-gather on the copy engines while the SMs reduce the next.
 //
 // Data goes through the scratch buffers unless the buffers are registered: Register (collective,
 // in the same order on every rank) maps a buffer into every peer, and large calls whose buffers

@@ -37,5 +37,6 @@ func (a *kernelArgs) bytes() []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(a)), unsafe.Sizeof(*a))
 }
 
-// stateBytes is sizeof(coll::State): two counters and a round counter per block.
-const stateBytes = 8 + 4*maxBlocks
+// stateBytes is sizeof(coll::State): two counters, and a round counter and a wave counter per
+// block.
+const stateBytes = 8 + 8*maxBlocks

@@ -112,6 +112,8 @@ if build_cuda "$src" "$bin/collectives"; then
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -np "$np" "$bin/collectives" quick registered
 	run "collectives (registered, port)" 600 env MSCCLPP_ALLGATHER_ALGO=port \
 		$mpirun -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick registered
+	run "collectives (registered, rsag_port)" 600 env MSCCLPP_ALLREDUCE_ALGO=rsag_port \
+		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -np "$np" "$bin/collectives" quick registered
 else
 	result "build collectives" 1
 fi

@@ -38,17 +38,7 @@ __device__ __forceinline__ void allgatherPort(const Args& a) {
     const uint64_t src = descOffset(a.recvDesc) + at;
     for (uint32_t i = 0; i < nPeers && n > 0; ++i) {
       const uint32_t p = rotatedPeer(a, i);
-      // The channel copies into the peer's buffer of registration k: the peer must have named
-      // one in it (it did, unless the ranks disagree about the registration).
-      const Registration theirs = a.regs[k * a.nRanks + peerRank(a, p)];
-      const uint64_t dst = reinterpret_cast<uint64_t>(peerRecv[p]) - theirs.base;
-      if (reinterpret_cast<uint64_t>(peerRecv[p]) < theirs.base || dst > theirs.size ||
-          bytes * a.nRanks > theirs.size - dst) {
-        __trap();
-      }
-      for (uint64_t off = 0; off < n; off += kMaxPortBytes) {
-        ports[p].put(dst + at + off, src + off, n - off < kMaxPortBytes ? n - off : kMaxPortBytes);
-      }
+      portPut(ports[p], portOffset(a, k, p, peerRecv[p], bytes * a.nRanks) + at, src, n);
     }
     // Counted after the block's requests are queued: the last block's signals follow them all.
     last = atomicAdd(&a.state->blocksDone, 1u) == gridDim.x - 1;
@@ -56,12 +46,7 @@ __device__ __forceinline__ void allgatherPort(const Args& a) {
   __syncthreads();
   if (!last) return;
 
-  if (threadIdx.x == 0) {
-    for (uint32_t p = 0; p < nPeers; ++p) ports[p].signal();
-    ports[0].flush(a.maxSpins);
-  }
-  if (threadIdx.x < nPeers) ports[threadIdx.x].wait(a.maxSpins);
-  __syncthreads();
+  finishPortCopies(a, ports);
   if (threadIdx.x == 0) countCall(a.state);
 }
 

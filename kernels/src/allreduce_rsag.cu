@@ -14,28 +14,9 @@
 // never land on slots a slow peer still reads; the signals of each round order the rest.
 // mscclpp_allreduce_rsag_direct is the zero-copy variant for registered receive buffers: step 3
 // writes into the peers' receive buffers, steps 4 and 5 drop out (see allreduceRsag).
-#include "common.cuh"
-#include "reduce.cuh"
+#include "rsag.cuh"
 
 namespace coll {
-
-enum Region : uint32_t { kReduceSlots = 0, kGatherSlots = 1 };
-
-// Reduces len elements of this rank's shard at element `begin`: this rank's input and the peers'
-// reduce slots of `bank`, in rank order; stores the result in the output and at peerOut(p) for
-// every peer index p (where element `begin` goes on that peer: its gather slot for this rank, or
-// its receive buffer), visiting the peers around the ring.
-template <typename T, uint32_t Op, typename PeerOut>
-__device__ __forceinline__ void reduceAndBroadcast(const Args& a, uint32_t bank, uint32_t block, uint64_t begin,
-                                                   uint64_t len, PeerOut peerOut) {
-  const T* in = static_cast<const T*>(a.send) + begin;
-  T* out = static_cast<T*>(a.recv) + begin;
-  auto src = [&](uint32_t r) -> const T* {
-    return r == a.rank ? in : reinterpret_cast<const T*>(a.scratch + dataSlotOffset(a, bank, kReduceSlots, r, block));
-  };
-  auto dst = [&](uint32_t i) -> T* { return i == 0 ? out : peerOut(rotatedPeer(a, i - 1)); };
-  reduceToAll<T, Op, 1>(src, a.nRanks, dst, a.nRanks, len, threadIdx.x, blockDim.x);
-}
 
 // Direct: the receive buffers are registered: step 3 writes the reduced piece straight into
 // every peer's receive buffer (found by the descriptor handshake first), so steps 4 and 5 drop
@@ -60,23 +41,18 @@ __device__ __forceinline__ void allreduceRsag(const Args& a) {
   for (uint64_t off = partBegin; off < partEnd; off += chunk, ++round) {
     const uint32_t bank = round & 1;
     const uint64_t n = partEnd - off < chunk ? partEnd - off : chunk;
-    for (uint32_t i = 0; i < nPeers; ++i) {
-      const uint32_t p = rotatedPeer(a, i);
-      const uint64_t begin = peerRank(a, p) * shard + off;
-      char* slot = static_cast<char*>(channel(a, block, p).dst) + dataSlotOffset(a, bank, kReduceSlots, a.rank, block);
-      copyBytes(slot, send + begin, clampLen(begin, n, count) * sizeof(T), threadIdx.x, blockDim.x);
-    }
+    scatterPieces(a, bank, block, send, shard, off, n);
     exchangeSignals(a, block);
     const uint64_t mine = a.rank * shard + off;
     if (Direct) {
       reduceAndBroadcast<T, Op>(a, bank, block, mine, clampLen(mine, n, count),
-                                [&](uint32_t p) { return reinterpret_cast<T*>(peerRecv[p]) + mine; });
+                                [&](uint32_t p) { return reinterpret_cast<T*>(peerRecv[p]) + mine; }, nPeers);
       continue;
     }
     const uint64_t gatherSlot = dataSlotOffset(a, bank, kGatherSlots, a.rank, block);
     reduceAndBroadcast<T, Op>(a, bank, block, mine, clampLen(mine, n, count), [&](uint32_t p) {
       return reinterpret_cast<T*>(static_cast<char*>(channel(a, block, p).dst) + gatherSlot);
-    });
+    }, nPeers);
     exchangeSignals(a, block);
     for (uint32_t i = 0; i < nPeers; ++i) {
       const uint64_t r = peerRank(a, rotatedPeer(a, i));

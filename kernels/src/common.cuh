@@ -50,6 +50,7 @@ struct State {
   uint32_t calls;               // collectives finished: packet flag = packetFlag(calls), parity = calls & 1
   uint32_t blocksDone;          // blocks of the running kernel that finished; the last one resets it
   uint32_t rounds[kMaxBlocks];  // semaphore rounds block b has run: its data bank = rounds[b] & 1
+  uint32_t waves[kMaxBlocks];   // rsag_port: waves block b has reduced in the running call (0 between calls)
 };
 
 // One rank's buffer of a registration, as this rank reaches it: registration k of rank r is
@@ -85,7 +86,7 @@ struct Args {
 };
 
 static_assert(sizeof(Args) == 144 && offsetof(Args, ports) == 136, "Args is mirrored by collectives.kernelArgs");
-static_assert(sizeof(State) == 8 + 4 * kMaxBlocks, "State is sized by collectives.stateBytes");
+static_assert(sizeof(State) == 8 + 8 * kMaxBlocks, "State is sized by collectives.stateBytes");
 
 // Scratch layout (the same on every rank):
 //   packet region: 2 parities x 2 phases x nRanks slots x slotBytes; slot r holds rank r's
@@ -287,6 +288,43 @@ __device__ __forceinline__ void exchangeDescriptors(const Args& a, uint32_t bloc
     if (sendBytes > 0) peerSend[p] = registeredBuffer(a, peer, sendDesc, sendBytes);
     if (recvBytes > 0) peerRecv[p] = registeredBuffer(a, peer, recvDesc, recvBytes);
   }
+  __syncthreads();
+}
+
+// ---- Port channels (copy engines) ----------------------------------------------------------------
+
+// Where peer p's buffer at peerBuf is in that peer's buffer of registration k (a port channel of
+// registration k addresses it by that offset), checked to hold `bytes` bytes from there: a buffer
+// outside it traps (the ranks disagree about the registration).
+__device__ __forceinline__ uint64_t portOffset(const Args& a, uint64_t k, uint32_t p, const char* peerBuf,
+                                               uint64_t bytes) {
+  const Registration theirs = a.regs[k * a.nRanks + peerRank(a, p)];
+  const uint64_t addr = reinterpret_cast<uint64_t>(peerBuf);
+  if (addr < theirs.base || addr - theirs.base > theirs.size || bytes > theirs.size - (addr - theirs.base)) {
+    __trap();
+  }
+  return addr - theirs.base;
+}
+
+// Queues a copy of n bytes through port channel ch, in requests of at most kMaxPortBytes.
+__device__ __forceinline__ void portPut(mscclppPortChannelDeviceHandle& ch, uint64_t dstOffset, uint64_t srcOffset,
+                                        uint64_t n) {
+  for (uint64_t off = 0; off < n; off += kMaxPortBytes) {
+    ch.put(dstOffset + off, srcOffset + off, n - off < kMaxPortBytes ? n - off : kMaxPortBytes);
+  }
+}
+
+// The end of a call's copies through the port channels of one registration (ports, one per
+// peer): signals every peer (after this rank's earlier requests, in FIFO order), waits for the
+// proxy to finish this rank's copies (flush) and for every peer's signal (its copies into this
+// rank's buffer have landed). Every thread of the block calls it.
+__device__ __forceinline__ void finishPortCopies(const Args& a, mscclppPortChannelDeviceHandle* ports) {
+  const uint32_t nPeers = a.nRanks - 1;
+  if (threadIdx.x == 0) {
+    for (uint32_t p = 0; p < nPeers; ++p) ports[p].signal();
+    ports[0].flush(a.maxSpins);  // one FIFO serves every port channel: one flush covers them all
+  }
+  if (threadIdx.x < nPeers) ports[threadIdx.x].wait(a.maxSpins);
   __syncthreads();
 }
 
