@@ -84,7 +84,7 @@ func TestChooseAllReducePort(t *testing.T) {
 		blocks int
 	}{
 		{4, 2, ports, AlgoRSAGPort, AlgoRSAGPort, 2},
-		{1 << 20, 4, ports, AlgoRSAGPort, AlgoRSAGPort, 8 + 1}, // 256 KiB per rank: 8 reducing blocks
+		{1 << 20, 4, ports, AlgoRSAGPort, AlgoRSAGPort, 8 + 1},     // 256 KiB per rank: 8 reducing blocks
 		{1 << 30, 4, ports, AlgoRSAGPort, AlgoRSAGPort, maxBlocks}, // 63 reducing blocks
 		{1 << 30, 4, registered{zeroCopy: true}, AlgoRSAGPort, AlgoRSAGDirect, maxBlocks},
 		{1 << 30, 4, ports, AlgoAuto, AlgoRSAGDirect, maxBlocks},
