@@ -20,13 +20,12 @@
 // Run with two ranks (rank r uses GPU r % deviceCount; ranks beyond 1 leave at once):
 //   mpirun -np 2 ... ./bidir_port_channel
 // Rank 0 prints one line per size and "Succeed!"; every rank exits 0 on success.
-#include <mpi.h>
 
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
-#include "../common/tutorial_util.h"
+#include "../common/tutorial_mpi.h"
 
 using tutorial::kMaxSpins;
 
@@ -37,8 +36,6 @@ constexpr int kWarmupIterations = 5;
 constexpr int kIterations = 50;
 constexpr uint8_t kPoison = 0xEE;
 constexpr uint32_t kDataKind = 4;  // pattern seeds: makeSeed(kDataKind, sender, size index)
-
-void abortJob(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
 
 // One thread drives the channel. Both sides' kernels run this loop against each other.
 __global__ void bidirPutKernel(mscclppPortChannelDeviceHandle* chan, int rank, uint64_t copyBytes, int iterations) {
@@ -56,18 +53,11 @@ __global__ void bidirPutKernel(mscclppPortChannelDeviceHandle* chan, int rank, u
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, nranks = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  tutorial::g_id.program = "bidir_port_channel";
-  tutorial::g_id.rank = rank;
-  tutorial::g_id.abortJob = abortJob;
-  if (nranks < 2) tutorial::fail("run with 2 ranks (mpirun -np 2), got %d", nranks);
+  int nranks = 0;
+  const int rank = tutorial::startMpi(&argc, &argv, "bidir_port_channel", &nranks);
   // The tutorial is between ranks 0 and 1; further ranks (one per extra GPU) only leave.
-  MPI_Comm pair = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
-  if (rank >= 2) {
+  MPI_Comm pair = tutorial::pairOfRanks(rank, nranks);
+  if (pair == MPI_COMM_NULL) {
     MPI_Finalize();
     return 0;
   }

@@ -8,7 +8,7 @@
 //   - a seeded byte pattern with fill and check kernels, for checking every byte that arrives.
 //
 // It does not include <mpi.h> (programs that do are run under mpirun, the others directly); MPI
-// programs set tutorial::g_id.abortJob to a function that calls MPI_Abort.
+// programs set tutorial::g_id.abortJob to a function that calls MPI_Abort (tutorial_mpi.h does).
 //
 // Programs include it as "../common/tutorial_util.h"; each program is one translation unit, so
 // the kernels below are defined here directly.

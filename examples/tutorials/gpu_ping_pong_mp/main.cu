@@ -15,7 +15,6 @@
 //   mpirun -np 2 ... ./gpu_ping_pong_mp [port]
 // The port defaults to 40000 + (rank 0's pid % 20000). Rank 0 prints "Succeed!" and every rank
 // exits 0 on success.
-#include <mpi.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -23,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "../common/tutorial_util.h"
+#include "../common/tutorial_mpi.h"
 
 using tutorial::kMaxSpins;
 
@@ -32,8 +31,6 @@ namespace {
 constexpr int kIterations = 100;
 constexpr long long kSpinCycles = 10000000;  // rank 0's work per round: ~5 ms at 2 GHz
 constexpr uint64_t kMinRoundNs = 1000000;    // every round rank 1 sees must be longer than 1 ms
-
-void abortJob(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
 
 // Rank 0 (GPU 0): wait, "work", answer.
 __global__ void pongKernel(mscclppBaseMemoryChannelDeviceHandle* chan, int iterations) {
@@ -170,18 +167,11 @@ void checkBootstrap(mscclppBootstrap_t bootstrap, int rank, int nranks) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, nranks = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  tutorial::g_id.program = "gpu_ping_pong_mp";
-  tutorial::g_id.rank = rank;
-  tutorial::g_id.abortJob = abortJob;
-  if (nranks < 2) tutorial::fail("run with 2 ranks (mpirun -np 2), got %d", nranks);
+  int nranks = 0;
+  const int rank = tutorial::startMpi(&argc, &argv, "gpu_ping_pong_mp", &nranks);
   // The tutorial is between ranks 0 and 1; further ranks (one per extra GPU) only leave.
-  MPI_Comm pair = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
-  if (rank >= 2) {
+  MPI_Comm pair = tutorial::pairOfRanks(rank, nranks);
+  if (pair == MPI_COMM_NULL) {
     MPI_Finalize();
     return 0;
   }

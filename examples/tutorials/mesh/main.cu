@@ -16,14 +16,13 @@
 //
 // Run with any number of ranks >= 2 (rank r uses GPU r % deviceCount):
 //   mpirun -np N ... ./mesh [chunkBytes]
-#include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
-#include "../common/tutorial_util.h"
+#include "../common/tutorial_mpi.h"
 
 using tutorial::kMaxSpins;
 
@@ -34,8 +33,6 @@ constexpr int kRounds = 3;
 constexpr int kBlockThreads = 512;
 constexpr uint8_t kPoison = 0xEE;
 constexpr uint32_t kPortKind = 1, kMemKind = 2;  // pattern seeds: makeSeed(kind, sender, round)
-
-void abortJob(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
 
 // Block b serves neighbour b (port[b], mem[b]).
 __global__ void meshExchangeKernel(mscclppPortChannelDeviceHandle* port, mscclppMemoryChannelDeviceHandle* mem,
@@ -70,13 +67,8 @@ struct Neighbour {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, nranks = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  tutorial::g_id.program = "mesh";
-  tutorial::g_id.rank = rank;
-  tutorial::g_id.abortJob = abortJob;
+  int nranks = 0;
+  const int rank = tutorial::startMpi(&argc, &argv, "mesh", &nranks);
   if (nranks < 2) tutorial::fail("run with at least 2 ranks, got %d", nranks);
 
   uint64_t chunkBytes = kDefaultChunkBytes;
