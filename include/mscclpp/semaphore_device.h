@@ -15,6 +15,22 @@
 
 #include <mscclpp/device.h>
 
+#if defined(__CUDACC__)
+/* The waits and polls of both semaphore kinds, on a pair of counters. mscclppWaitInbound: waits
+ * for one more signal (++*expected, then spins on acquire loads of *inbound until it reaches
+ * that count, bounded by maxSpinCount). mscclppPollInbound: one acquire load; consumes a signal
+ * beyond those waited for, if one has arrived. */
+MSCCLPP_DEVICE_INLINE void mscclppWaitInbound(const uint64_t* inbound, uint64_t* expected, int64_t maxSpinCount) {
+  const uint64_t want = ++*expected;
+  for (int64_t spins = 0; mscclppLoadAcquireSys(inbound) < want; ++spins) mscclppSpinCheck(spins, maxSpinCount);
+}
+MSCCLPP_DEVICE_INLINE bool mscclppPollInbound(const uint64_t* inbound, uint64_t* expected) {
+  if (mscclppLoadAcquireSys(inbound) <= *expected) return false;
+  ++*expected;
+  return true;
+}
+#endif
+
 /* A semaphore whose peer is a GPU thread writing directly (memory channels). */
 typedef struct mscclppMemorySemaphoreDeviceHandle {
   uint64_t* inboundToken;         /* local device memory: the peer's signal count lands here */
@@ -36,10 +52,7 @@ typedef struct mscclppMemorySemaphoreDeviceHandle {
    * (ld.acquire.sys) of *inboundToken until it reaches that count; the peer's writes before its
    * signal() are visible afterwards. maxSpinCount bounds the spin (see mscclpp/device.h). */
   MSCCLPP_DEVICE_INLINE void wait(int64_t maxSpinCount = MSCCLPP_SPIN_UNBOUNDED) {
-    const uint64_t expected = ++*expectedInboundToken;
-    for (int64_t spins = 0; mscclppLoadAcquireSys(inboundToken) < expected; ++spins) {
-      mscclppSpinCheck(spins, maxSpinCount);
-    }
+    mscclppWaitInbound(inboundToken, expectedInboundToken, maxSpinCount);
   }
 
   /* wait() with relaxed loads (ld.relaxed.sys): synchronises execution only. */
@@ -52,11 +65,7 @@ typedef struct mscclppMemorySemaphoreDeviceHandle {
 
   /* Non-blocking wait(): one acquire load; when a signal beyond those waited for has arrived,
    * consumes it (++*expectedInboundToken) and returns true, else returns false. */
-  MSCCLPP_DEVICE_INLINE bool poll() {
-    if (mscclppLoadAcquireSys(inboundToken) <= *expectedInboundToken) return false;
-    ++*expectedInboundToken;
-    return true;
-  }
+  MSCCLPP_DEVICE_INLINE bool poll() { return mscclppPollInbound(inboundToken, expectedInboundToken); }
 #endif
 } mscclppMemorySemaphoreDeviceHandle;
 
@@ -70,18 +79,11 @@ typedef struct mscclppHostSemaphoreDeviceHandle {
 #if defined(__CUDACC__)
   /* As mscclppMemorySemaphoreDeviceHandle::wait(): ++expected, acquire spin on *inboundToken. */
   MSCCLPP_DEVICE_INLINE void wait(int64_t maxSpinCount = MSCCLPP_SPIN_UNBOUNDED) {
-    const uint64_t expected = ++*expectedInboundToken;
-    for (int64_t spins = 0; mscclppLoadAcquireSys(inboundToken) < expected; ++spins) {
-      mscclppSpinCheck(spins, maxSpinCount);
-    }
+    mscclppWaitInbound(inboundToken, expectedInboundToken, maxSpinCount);
   }
 
   /* As mscclppMemorySemaphoreDeviceHandle::poll(): one acquire load, consumes a signal if any. */
-  MSCCLPP_DEVICE_INLINE bool poll() {
-    if (mscclppLoadAcquireSys(inboundToken) <= *expectedInboundToken) return false;
-    ++*expectedInboundToken;
-    return true;
-  }
+  MSCCLPP_DEVICE_INLINE bool poll() { return mscclppPollInbound(inboundToken, expectedInboundToken); }
 #endif
 } mscclppHostSemaphoreDeviceHandle;
 
