@@ -115,22 +115,26 @@ func cBytes(data unsafe.Pointer, size C.size_t) ([]byte, error) {
 
 //export mscclppBootstrapSend
 func mscclppBootstrapSend(b C.mscclppBootstrap_t, data unsafe.Pointer, size C.size_t, peer, tag C.int) C.mscclppResult_t {
-	return call("mscclppBootstrapSend", func() error {
-		t, err := bootstraps.lookup(unsafe.Pointer(b))
-		if err != nil {
-			return err
-		}
-		buf, err := cBytes(data, size)
-		if err != nil {
-			return err
-		}
+	return bootstrapBytes("mscclppBootstrapSend", b, data, size, func(t *bootstrap.TCP, buf []byte) error {
 		return t.Send(context.Background(), int(peer), int(tag), buf)
 	})
 }
 
 //export mscclppBootstrapRecv
 func mscclppBootstrapRecv(b C.mscclppBootstrap_t, data unsafe.Pointer, size C.size_t, peer, tag C.int) C.mscclppResult_t {
-	return call("mscclppBootstrapRecv", func() error {
+	return bootstrapBytes("mscclppBootstrapRecv", b, data, size, func(t *bootstrap.TCP, buf []byte) error {
+		if buf == nil {
+			buf = []byte{}
+		}
+		return t.RecvInto(context.Background(), int(peer), int(tag), buf)
+	})
+}
+
+// bootstrapBytes runs f with the bootstrap b and the C buffer (data, size) as a slice: the body of
+// Send and Recv above.
+func bootstrapBytes(fn string, b C.mscclppBootstrap_t, data unsafe.Pointer, size C.size_t,
+	f func(t *bootstrap.TCP, buf []byte) error) C.mscclppResult_t {
+	return call(fn, func() error {
 		t, err := bootstraps.lookup(unsafe.Pointer(b))
 		if err != nil {
 			return err
@@ -139,10 +143,7 @@ func mscclppBootstrapRecv(b C.mscclppBootstrap_t, data unsafe.Pointer, size C.si
 		if err != nil {
 			return err
 		}
-		if buf == nil {
-			buf = []byte{}
-		}
-		return t.RecvInto(context.Background(), int(peer), int(tag), buf)
+		return f(t, buf)
 	})
 }
 
