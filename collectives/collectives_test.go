@@ -274,3 +274,24 @@ func TestEveryKernelIsInItsModule(t *testing.T) {
 	_, ok := moduleFor("mscclpp_allreduce_nothing_f32", names)
 	assert.False(t, ok)
 }
+
+// TestModuleForLongestPrefix: a kernel belongs to the module of the longest name that prefixes
+// it, whatever the modules' order.
+func TestModuleForLongestPrefix(t *testing.T) {
+	for _, names := range [][]string{
+		{"allreduce_rsag", "allreduce_rsag_port", "allgather_port"},
+		{"allreduce_rsag_port", "allreduce_rsag", "allgather_port"},
+	} {
+		tests := map[string]string{
+			"mscclpp_allreduce_rsag_f32":        "allreduce_rsag",
+			"mscclpp_allreduce_rsag_direct_f32": "allreduce_rsag",
+			"mscclpp_allreduce_rsag_port_f32":   "allreduce_rsag_port",
+			"mscclpp_allgather_port":            "allgather_port",
+		}
+		for kernel, want := range tests {
+			i, ok := moduleFor(kernel, names)
+			require.True(t, ok, kernel)
+			assert.Equal(t, want, names[i], "%s in %v", kernel, names)
+		}
+	}
+}
