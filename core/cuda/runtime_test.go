@@ -210,26 +210,37 @@ func TestLaunchKernel(t *testing.T) {
 	_, err = mod.Function("no_such_kernel")
 	assert.ErrorIs(t, err, errs.ErrCUDA)
 
-	host, err := MemHostAlloc(n * 4)
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, MemFreeHost(host)) }()
-	dev, err := MemHostGetDevicePointer(host)
-	require.NoError(t, err)
-
-	s, err := NewStream()
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, s.Destroy()) }()
+	got, dev, s := fillTarget(t, n)
 	grid := Dim3{(n + threads - 1) / threads, 1, 1}
 	require.NoError(t, LaunchKernel(fill, grid, Dim3{threads, 1, 1}, 0, s,
 		binary.NativeEndian.AppendUint64(nil, uint64(dev)),
 		binary.NativeEndian.AppendUint32(nil, baseValue),
 		binary.NativeEndian.AppendUint32(nil, n)))
 	require.NoError(t, s.Synchronize())
+	checkFilled(t, got, baseValue)
+}
 
-	got := unsafe.Slice((*uint32)(host), n)
+// fillTarget allocates n words of mapped host memory for the fill kernels to write (as the host
+// sees them and as the device does) and a stream to launch them on, both freed when the test ends.
+func fillTarget(t *testing.T, n int) ([]uint32, DevicePtr, Stream) {
+	t.Helper()
+	host, err := MemHostAlloc(n * 4)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, MemFreeHost(host)) })
+	dev, err := MemHostGetDevicePointer(host)
+	require.NoError(t, err)
+	s, err := NewStream()
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Destroy()) })
+	return unsafe.Slice((*uint32)(host), n), dev, s
+}
+
+// checkFilled fails the test unless got[i] is base + i for every i, as the fill kernels write.
+func checkFilled(t *testing.T, got []uint32, base uint32) {
+	t.Helper()
 	for i, v := range got {
-		if v != baseValue+uint32(i) {
-			t.Fatalf("element %d = %d, want %d", i, v, baseValue+i)
+		if v != base+uint32(i) {
+			t.Fatalf("element %d = %d, want %d", i, v, base+uint32(i))
 		}
 	}
 }
@@ -253,14 +264,7 @@ func TestLaunchKernelInContext(t *testing.T) {
 	defer func() { assert.NoError(t, mod.Unload()) }()
 	fill, err := mod.Function("fill_struct")
 	require.NoError(t, err)
-	host, err := MemHostAlloc(n * 4)
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, MemFreeHost(host)) }()
-	dev, err := MemHostGetDevicePointer(host)
-	require.NoError(t, err)
-	s, err := NewStream()
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, s.Destroy()) }()
+	got, dev, s := fillTarget(t, n)
 
 	for _, tt := range []struct {
 		name    string
@@ -285,12 +289,7 @@ func TestLaunchKernelInContext(t *testing.T) {
 			}
 			require.NoError(t, ctx.SetCurrent())
 			require.NoError(t, s.Synchronize())
-			got := unsafe.Slice((*uint32)(host), n)
-			for i, v := range got {
-				if v != tt.base+uint32(i) {
-					t.Fatalf("element %d = %d, want %d", i, v, tt.base+uint32(i))
-				}
-			}
+			checkFilled(t, got, tt.base)
 		})
 	}
 }
