@@ -77,13 +77,14 @@ build_cuda() {
 }
 
 # 3. CUDA programs: the legacy-header tests, the device-handle test and the tutorials. A program
-# that includes mpi.h runs one rank per GPU under mpirun; the others run as one process.
+# that includes mpi.h (or tutorial_mpi.h) runs one rank per GPU under mpirun; the others run as
+# one process.
 nvcc_flags="-std=c++17 -O2 -arch=sm_90 -I$build/include $mpi_inc -DOMPI_SKIP_MPICXX"
 for src in examples/mpi/legacy_*/main.cu examples/mpi/channels_*/main.cu examples/mpi/collectives/main.cu examples/tutorials/*/main.cu; do
 	[ -e "$src" ] || continue
 	name=$(basename "$(dirname "$src")")
 	if build_cuda "$src" "$bin/$name"; then
-		if grep -q '#include <mpi.h>' "$src"; then
+		if grep -qE '#include .*mpi\.h' "$src"; then # mpi.h, directly or through tutorial_mpi.h
 			run "$name" 300 $mpirun -np "$np" "$bin/$name"
 		else
 			run "$name" 300 "$bin/$name"
