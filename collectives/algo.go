@@ -19,14 +19,21 @@ const (
 	// (AllReduce).
 	AlgoRSAGDirect = "rsag_direct"
 	// AlgoRSAGPort is rsag whose all-gather runs on the copy engines, between registered receive
-	// buffers, overlapped with the reduce-scatter of the next wave (AllReduce; forced only until
-	// measured).
+	// buffers, overlapped with the reduce-scatter of the next wave (AllReduce; forced only: it
+	// won over rsag_direct from 256 MiB on 2 GPUs and not on 4, measured with 64 blocks).
 	AlgoRSAGPort = "rsag_port"
 )
 
 // Launch shapes and limits. maxBlocks must equal coll::kMaxBlocks of kernels/src/common.cuh.
 const (
-	maxBlocks       = 64
+	// maxBlocks is the largest grid: the per-block state, semaphores, channels and scratch slots
+	// are sized by it. A call's grid is also at most the ranks' smallest SM count (Comm.maxGrid):
+	// the blocks of a call wait on each other, so they must all be resident at once.
+	maxBlocks = 128
+	// tunedBlocks caps the grids of the kernels whose shapes were measured with at most 64 blocks
+	// (the packet kernels, the one-shot direct AllReduce, every AllGather kernel); the rsag
+	// AllReduce kernels take up to maxBlocks (docs/PERFORMANCE.md, "128 blocks").
+	tunedBlocks     = 64
 	packetThreads   = 512         // coll::kPacketThreads
 	rsagThreads     = 512         // coll::kRsagThreads
 	putThreads      = 1024        // coll::kPutThreads
@@ -40,8 +47,8 @@ const (
 	// adding blocks.
 	roundBytesPerBlock = 32 << 10
 	// dataBankBytes sizes the data banks of the scratch (4 x nRanks x maxBlocks slots); the
-	// slot (chunk) size follows from it and the rank count.
-	dataBankBytes = 256 << 20
+	// slot (chunk) size follows from it and the rank count: 512 KiB on 2 ranks, 256 KiB on 4.
+	dataBankBytes = 512 << 20
 	minChunkBytes = 64 << 10
 	// portPartBytes: an out-of-place port AllGather gives each block (and copy request) at
 	// least this much; the proxy takes microseconds per request, so smaller copies would wait on it.
@@ -111,11 +118,12 @@ type registered struct {
 	copyEngine bool // and the receive buffer's registration has port channels (port may run)
 }
 
-// chooseAllReduce picks the algorithm and grid for bytes of dt across nRanks; reg says which
-// zero-copy paths the call's send and receive buffers allow; forced is MSCCLPP_ALLREDUCE_ALGO
-// ("auto" or an algorithm name). A forced packet algorithm whose packets would not fit a packet
-// slot falls back to rsag; a forced zero-copy algorithm that the buffers do not allow is auto.
-func chooseAllReduce(bytes uint64, dt DataType, nRanks int, reg registered, forced string) plan {
+// chooseAllReduce picks the algorithm and grid for bytes of dt across nRanks, in grids of at
+// most maxGrid blocks (2 or more); reg says which zero-copy paths the call's send and receive
+// buffers allow; forced is MSCCLPP_ALLREDUCE_ALGO ("auto" or an algorithm name). A forced packet
+// algorithm whose packets would not fit a packet slot falls back to rsag; a forced zero-copy
+// algorithm that the buffers do not allow is auto.
+func chooseAllReduce(bytes uint64, dt DataType, nRanks, maxGrid int, reg registered, forced string) plan {
 	zeroCopy := reg.zeroCopy
 	fitsOneShot := bytes <= packetMaxBytes
 	fitsTwoShot := (bytes+uint64(nRanks)*packetWordBytes-1)/(uint64(nRanks)*packetWordBytes)*packetWordBytes <= packetMaxBytes
@@ -147,16 +155,18 @@ func chooseAllReduce(bytes uint64, dt DataType, nRanks int, reg registered, forc
 		}
 	}
 	kernel := allReduceKernel(algo, dt)
+	share := bytes / uint64(nRanks)
+	tuned := min(maxGrid, tunedBlocks)
 	switch algo {
 	case AlgoRSAG, AlgoRSAGDirect:
-		return plan{algo, kernel, roundBlocks(bytes / uint64(nRanks)), rsagThreads}
+		return plan{algo, kernel, roundBlocks(share, maxGrid), rsagThreads}
 	case AlgoRSAGPort:
 		// The reducing blocks and one more that issues the copies.
-		return plan{algo, kernel, min(roundBlocks(bytes/uint64(nRanks)), maxBlocks-1) + 1, rsagThreads}
+		return plan{algo, kernel, roundBlocks(share, maxGrid-1) + 1, rsagThreads}
 	case AlgoDirect:
-		return plan{algo, kernel, roundBlocks(bytes / uint64(nRanks)), directThreads}
+		return plan{algo, kernel, roundBlocks(share, tuned), directThreads}
 	}
-	return plan{algo, kernel, packetBlocks(bytes), packetThreads}
+	return plan{algo, kernel, packetBlocks(bytes, tuned), packetThreads}
 }
 
 // allReduceKernel is the entry point of algo for dt.
@@ -179,45 +189,48 @@ func kernelNames() []string {
 	return names
 }
 
-// chooseAllGather picks the algorithm and grid for bytes per rank across nRanks; reg says which
-// zero-copy paths the receive buffer allows; inPlace that send is this rank's part of it. A
-// forced zero-copy algorithm that the buffers do not allow is auto.
-func chooseAllGather(bytes uint64, nRanks int, reg registered, inPlace bool, forced string) plan {
+// chooseAllGather picks the algorithm and grid for bytes per rank across nRanks, in grids of at
+// most maxGrid blocks; reg says which zero-copy paths the receive buffer allows; inPlace that
+// send is this rank's part of it. A forced zero-copy algorithm that the buffers do not allow is
+// auto.
+func chooseAllGather(bytes uint64, nRanks, maxGrid int, reg registered, inPlace bool, forced string) plan {
+	tuned := min(maxGrid, tunedBlocks)
 	if forced == AlgoDirect && !reg.zeroCopy || forced == AlgoPort && !reg.copyEngine {
 		forced = AlgoAuto
 	}
 	switch {
 	case forced == AlgoPacket && bytes <= packetMaxBytes,
 		forced == AlgoAuto && bytes <= allGatherPacketLimit(nRanks):
-		return plan{AlgoPacket, allGatherKernel(AlgoPacket), packetBlocks(bytes), packetThreads}
+		return plan{AlgoPacket, allGatherKernel(AlgoPacket), packetBlocks(bytes, tuned), packetThreads}
 	case forced == AlgoPort, forced == AlgoAuto && reg.copyEngine && inPlace && bytes*uint64(nRanks) >= allGatherPortMinBytes:
 		// A block per copy request: in place, one; out of place, a block per portPartBytes
 		// (each copies its part of the input into this rank's output first, and the copy
 		// engines start on it while the next parts are copied).
 		blocks := 1
 		if !inPlace {
-			blocks = clampBlocks((bytes + portPartBytes - 1) / portPartBytes)
+			blocks = clampBlocks((bytes+portPartBytes-1)/portPartBytes, tuned)
 		}
 		return plan{AlgoPort, allGatherKernel(AlgoPort), blocks, putThreads}
 	case forced == AlgoDirect, forced == AlgoAuto && reg.zeroCopy:
-		return plan{AlgoDirect, allGatherKernel(AlgoDirect), roundBlocks(bytes), putThreads}
+		return plan{AlgoDirect, allGatherKernel(AlgoDirect), roundBlocks(bytes, tuned), putThreads}
 	}
-	return plan{AlgoPut, allGatherKernel(AlgoPut), roundBlocks(bytes), putThreads}
+	return plan{AlgoPut, allGatherKernel(AlgoPut), roundBlocks(bytes, tuned), putThreads}
 }
 
-// packetBlocks: one packet per thread until maxBlocks blocks, then several per thread.
-func packetBlocks(bytes uint64) int {
+// packetBlocks: one packet per thread until limit blocks, then several per thread.
+func packetBlocks(bytes uint64, limit int) int {
 	words := (bytes + packetWordBytes - 1) / packetWordBytes
-	return clampBlocks((words + packetThreads - 1) / packetThreads)
+	return clampBlocks((words+packetThreads-1)/packetThreads, limit)
 }
 
-// roundBlocks: a block per roundBytesPerBlock of each rank's share, up to maxBlocks.
-func roundBlocks(shareBytes uint64) int {
-	return clampBlocks((shareBytes + roundBytesPerBlock - 1) / roundBytesPerBlock)
+// roundBlocks: a block per roundBytesPerBlock of each rank's share, up to limit.
+func roundBlocks(shareBytes uint64, limit int) int {
+	return clampBlocks((shareBytes+roundBytesPerBlock-1)/roundBytesPerBlock, limit)
 }
 
-func clampBlocks(n uint64) int {
-	return int(max(1, min(n, maxBlocks)))
+// clampBlocks: n blocks, at least one and at most limit.
+func clampBlocks(n uint64, limit int) int {
+	return int(max(1, min(n, uint64(limit))))
 }
 
 // forcedAlgorithms reads the environment's choices.

@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,7 +37,9 @@ type Comm struct {
 	nRanks int
 	device int
 	pctx   cuda.Context
-	log    *slog.Logger
+	// maxGrid is the most blocks a call launches, the same on every rank (agreeMaxGrid).
+	maxGrid int
+	log     *slog.Logger
 
 	mu     sync.Mutex // guards closed and serialises launches
 	closed bool
@@ -102,6 +105,13 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 			err = errors.Join(fmt.Errorf("%s: %w", what, err), c.release())
 		}
 	}()
+	sms, err := dev.MultiprocessorCount()
+	if err != nil {
+		return nil, err
+	}
+	if c.maxGrid, err = agreeMaxGrid(ctx, b, sms); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	lay := scratchLayout(c.nRanks)
 	if err := c.onGPU(func() error { return c.allocate(lay) }); err != nil {
@@ -121,8 +131,35 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 		c.args.Ports = uintptr(c.ports.table)
 	}
 	c.log.Info("collective communicator ready", "gpu", device, "ranks", c.nRanks, "scratchBytes", lay.total,
-		"chunkBytes", lay.chunkBytes, "took", time.Since(start).Round(time.Millisecond))
+		"chunkBytes", lay.chunkBytes, "maxGrid", c.maxGrid, "took", time.Since(start).Round(time.Millisecond))
 	return c, nil
+}
+
+// allGatherer is the part of a bootstrap that agreeMaxGrid uses (*bootstrap.TCP is one).
+type allGatherer interface {
+	Rank() int
+	Size() int
+	AllGather(ctx context.Context, buf []byte, bytesPerRank int) error
+}
+
+// agreeMaxGrid returns the grid limit of every call, the same on every rank: maxBlocks, or the
+// smallest SM count (sms: this rank's GPU's) of the ranks where that is less. The blocks of a
+// call wait on each other (and on the same blocks of the peers), so they must all be resident at
+// once; a block of the round kernels fills an SM's registers. Collective: every rank calls it.
+func agreeMaxGrid(ctx context.Context, b allGatherer, sms int) (int, error) {
+	const word = 4
+	all := make([]byte, word*b.Size())
+	binary.LittleEndian.PutUint32(all[word*b.Rank():], uint32(sms))
+	if b.Size() > 1 {
+		if err := b.AllGather(ctx, all, word); err != nil {
+			return 0, fmt.Errorf("exchange SM counts: %w", err)
+		}
+	}
+	grid := maxBlocks
+	for r := range b.Size() {
+		grid = min(grid, int(binary.LittleEndian.Uint32(all[word*r:])))
+	}
+	return max(grid, 2), nil // rsag_port needs a reducing block and an issuing one
 }
 
 // Rank and NRanks are this rank and the number of ranks.

@@ -125,6 +125,8 @@ func TestNoDevice(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNoDevice)
 	_, _, err = Device(0).ComputeCapability()
 	assert.ErrorIs(t, err, ErrNoDevice)
+	_, err = Device(0).MultiprocessorCount()
+	assert.ErrorIs(t, err, ErrNoDevice)
 }
 
 func TestDriverNotFound(t *testing.T) {
@@ -262,7 +264,10 @@ func TestDevices(t *testing.T) {
 		require.NoError(t, err)
 		assert.GreaterOrEqual(t, major, minComputeCapability)
 		assert.GreaterOrEqual(t, minor, 0)
-		t.Logf("device %d: %s at %s, compute capability %d.%d", i, name, id, major, minor)
+		sms, err := d.MultiprocessorCount()
+		require.NoError(t, err)
+		assert.Positive(t, sms)
+		t.Logf("device %d: %s at %s, compute capability %d.%d, %d SMs", i, name, id, major, minor, sms)
 	}
 }
 

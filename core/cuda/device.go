@@ -90,3 +90,16 @@ func (d Device) ComputeCapability() (major, minor int, err error) {
 	}
 	return major, minor, nil
 }
+
+// MultiprocessorCount returns the number of streaming multiprocessors (SMs) of the device, e.g.
+// 132 for an H100 SXM.
+func (d Device) MultiprocessorCount() (int, error) {
+	if err := initDriver(); err != nil {
+		return 0, err
+	}
+	n, err := cuDeviceGetAttribute(attrMultiprocessorCount, d)
+	if err != nil {
+		return 0, fmt.Errorf("CUDA device %d: multiprocessor count: %w", d, err)
+	}
+	return n, nil
+}

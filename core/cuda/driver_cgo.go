@@ -38,6 +38,7 @@ type deviceAttribute C.CUdevice_attribute
 const (
 	attrComputeCapabilityMajor deviceAttribute = C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 	attrComputeCapabilityMinor deviceAttribute = C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+	attrMultiprocessorCount    deviceAttribute = C.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 )
 
 type pointerAttribute C.CUpointer_attribute

@@ -16,7 +16,7 @@ namespace coll {
 
 // The most thread blocks a collective launches; the channels array and the per-block round
 // counters are sized by it. Must equal collectives.maxBlocks.
-constexpr uint32_t kMaxBlocks = 64;
+constexpr uint32_t kMaxBlocks = 128;
 
 // The most ranks the kernels' per-element loops unroll for (more ranks still work, rolled).
 constexpr uint32_t kUnrollRanks = 8;
