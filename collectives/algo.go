@@ -19,8 +19,8 @@ const (
 	// (AllReduce).
 	AlgoRSAGDirect = "rsag_direct"
 	// AlgoRSAGPort is rsag whose all-gather runs on the copy engines, between registered receive
-	// buffers, overlapped with the reduce-scatter of the next wave (AllReduce; forced only: it
-	// won over rsag_direct from 256 MiB on 2 GPUs and not on 4, measured with 64 blocks).
+	// buffers, overlapped with the reduce-scatter of the next wave (AllReduce; forced only: with
+	// 128 blocks it beat rsag_direct only at 1 GiB on 2 GPUs, by 2 %, and not on 4).
 	AlgoRSAGPort = "rsag_port"
 )
 
