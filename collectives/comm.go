@@ -16,16 +16,12 @@ import (
 	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/config"
 	"github.com/mscclpp-go/mscclpp/kernels"
 )
 
 // ErrClosed: the Comm was closed.
 var ErrClosed = errs.New(errs.ErrInvalidUsage, "collective communicator is closed")
-
-// spinLimit bounds every wait of the kernels (polls of a flag or a semaphore): minutes of waiting
-// for a peer that never comes, after which the kernel traps (the stream reports a CUDA error)
-// instead of hanging the GPU forever.
-const spinLimit = int64(1) << 30
 
 // Comm runs collectives among the ranks of a core.Communicator, one GPU per rank.
 //
@@ -125,7 +121,7 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 	c.args = kernelArgs{
 		Channels: uintptr(c.channels), Scratch: uintptr(c.scratch), State: uintptr(c.state),
 		Rank: uint64(c.rank), NRanks: uint64(c.nRanks), SlotBytes: lay.slotBytes, ChunkBytes: lay.chunkBytes,
-		DataOffset: lay.dataOffset, MaxSpins: spinLimit, DescOffset: lay.descOffset,
+		DataOffset: lay.dataOffset, MaxSpins: config.CollMaxSpins.Get(), DescOffset: lay.descOffset,
 	}
 	if c.ports != nil {
 		c.args.Ports = uintptr(c.ports.table)

@@ -36,5 +36,6 @@
 // in the same order on every rank) maps a buffer into every peer, and large calls whose buffers
 // lie in registered buffers on every rank (AllReduce: send and recv; AllGather: recv) then move
 // data straight between the ranks' buffers. A call whose ranks disagree about registration fails
-// on the GPU (the kernel traps) rather than writing astray.
+// on the GPU rather than writing astray: its kernels trap after MSCCLPP_COLL_MAX_SPINS polls of a
+// message that never comes (minutes by default; docs/CONFIG.md).
 package collectives

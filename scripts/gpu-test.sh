@@ -115,6 +115,10 @@ if build_cuda "$src" "$bin/collectives"; then
 		$mpirun -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick registered
 	run "collectives (registered, rsag_port)" 600 env MSCCLPP_ALLREDUCE_ALGO=rsag_port \
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -np "$np" "$bin/collectives" quick registered
+	# Ranks that disagree about registration: every rank's call must fail on the GPU (the kernels
+	# trap after MSCCLPP_COLL_MAX_SPINS polls; about a second with this bound), not hang.
+	run "collectives (ranks disagree about registration)" 200 env MSCCLPP_COLL_MAX_SPINS=1048576 \
+		$mpirun -x MSCCLPP_COLL_MAX_SPINS -np "$np" "$bin/collectives" disagree
 else
 	result "build collectives" 1
 fi

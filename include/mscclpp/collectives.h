@@ -80,7 +80,7 @@ mscclppResult_t mscclppCollRegister(mscclppCollComm_t collComm, void* buff, size
                                     mscclppCollRegistration_t* reg);
 /* Drops a registration of collComm on this rank; later collectives copy that buffer through the
  * scratch. Every rank deregisters between the same two collectives (a collective in which ranks
- * disagree fails on the GPU, it never writes astray). */
+ * disagree fails on the GPU after MSCCLPP_COLL_MAX_SPINS polls, it never writes astray). */
 mscclppResult_t mscclppCollDeregister(mscclppCollComm_t collComm, mscclppCollRegistration_t reg);
 
 /* Reduces `count` elements of `datatype` at sendbuff across all ranks with `op` and writes the

@@ -86,6 +86,18 @@ func parseSeconds(s string) (time.Duration, error) {
 
 func parseString(s string) (string, error) { return strings.TrimSpace(s), nil }
 
+// parseSpins accepts a positive number of polls, or -1 for no bound.
+func parseSpins(s string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 && n != -1 {
+		return 0, fmt.Errorf("want a positive number of polls, or -1 for no bound, got %d", n)
+	}
+	return n, nil
+}
+
 // parseChoice accepts one of choices, in any case.
 func parseChoice(choices ...string) func(string) (string, error) {
 	return func(s string) (string, error) {
@@ -144,6 +156,10 @@ var (
 		Name: "MSCCLPP_ALLGATHER_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "put", "direct", "port"),
 		Doc: "AllGather algorithm: auto (by size, rank count and registration), packet (LL packets), put (copies and signals), direct (zero-copy, registered receive buffers only) or port (zero-copy through the copy engines, registered receive buffers only); for experiments",
 	}
+	CollMaxSpins = &Var[int64]{
+		Name: "MSCCLPP_COLL_MAX_SPINS", Default: 1 << 30, parse: parseSpins,
+		Doc: "polls a collective's kernel makes of one flag or semaphore before it traps (the stream then fails instead of hanging on a peer that never comes; the default is minutes); -1 waits forever; read when a collective communicator is created",
+	}
 	CUDALibrary = &Var[string]{
 		Name: "MSCCLPP_CUDA_LIBRARY", Default: "libcuda.so.1", parse: parseString,
 		Doc: "the CUDA driver library to dlopen: a file name searched the usual way, or a path",
@@ -157,5 +173,6 @@ type Describer interface {
 
 // All lists every tunable, in the order docs/CONFIG.md shows them.
 func All() []Describer {
-	return []Describer{NCCLLibrary, Debug, BootstrapTimeout, SocketIfname, CUDALibrary, AllReduceAlgo, AllGatherAlgo}
+	return []Describer{NCCLLibrary, Debug, BootstrapTimeout, SocketIfname, CUDALibrary, AllReduceAlgo, AllGatherAlgo,
+		CollMaxSpins}
 }

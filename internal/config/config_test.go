@@ -62,3 +62,26 @@ func TestDebugLevels(t *testing.T) {
 		})
 	}
 }
+
+func TestCollMaxSpins(t *testing.T) {
+	tests := []struct {
+		env  string
+		want int64
+	}{
+		{"", 1 << 30},
+		{"1000", 1000},
+		{" 4194304 ", 1 << 22},
+		{"-1", -1},        // no bound
+		{"0", 1 << 30},    // would trap at once: default
+		{"-2", 1 << 30},   // negative but not -1: default
+		{"lots", 1 << 30}, // malformed: default
+	}
+	for _, tc := range tests {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv(CollMaxSpins.Name, tc.env)
+			CollMaxSpins.Reset()
+			t.Cleanup(CollMaxSpins.Reset)
+			assert.Equal(t, tc.want, CollMaxSpins.Get())
+		})
+	}
+}

@@ -15,15 +15,19 @@
 // group of checks and "collectives: N passed, M failed"; the exit status is 0 only if all passed.
 //
 //   mpirun -np N ./collectives [quick] [registered]
+//   mpirun -x MSCCLPP_COLL_MAX_SPINS=1048576 -np N ./collectives disagree
 // Rank r uses GPU r % deviceCount; "quick" skips 256 MiB; "registered" carves every buffer out of
 // one arena per rank registered with mscclppCollRegister (at an offset that differs between
 // ranks), so that the large calls run zero-copy. MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO
-// force an algorithm for every size.
+// force an algorithm for every size. "disagree" runs only the check of ranks that disagree about
+// registration (see disagree() below).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <mscclpp/collectives.h>
+
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -492,22 +496,65 @@ struct Comm {
   }
 };
 
+// "disagree": rank 0 calls AllReduce on registered buffers and the other ranks on unregistered
+// ones, a usage error no rank can see on the host (each knows only its own registrations): rank 0
+// runs a zero-copy kernel (rsag_direct) and the others a scratch one (rsag), which wait for
+// messages the other side never sends. Every rank's call must end in a CUDA error, the kernels
+// trapping after MSCCLPP_COLL_MAX_SPINS polls, rather than hang or complete. Run it with a small
+// bound. The CUDA context is unusable after a trap, so nothing is freed.
+int disagree() {
+  constexpr size_t kCount = size_t(4) << 20;  // 16 MiB of float32: past the one-shot sizes
+  constexpr double kLimitSeconds = 120;       // a call still running by then counts as a hang
+  Comm* c = new Comm;                         // never destroyed (see above)
+  cudaStream_t s;
+  CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const size_t bytes = 2 * kCount * sizeof(float);  // send, then receive
+  char* registered = nullptr;  // registered on every rank (registration is collective), used by rank 0
+  CUDA(cudaMalloc(&registered, bytes));
+  mscclppCollRegistration_t reg = nullptr;
+  MSCCLPP(mscclppCollRegister(c->coll, registered, bytes, &reg));
+  float* buf = reinterpret_cast<float*>(registered);
+  if (g_rank != 0) CUDA(cudaMalloc(&buf, bytes));
+  CUDA(cudaMemset(buf, 0, bytes));
+  CUDA(cudaDeviceSynchronize());
+  MSCCLPP(mscclppAllReduce(buf, buf + kCount, kCount, mscclppFloat32, mscclppSum, c->coll, s));
+  const double start = MPI_Wtime();
+  cudaError_t e;
+  while ((e = cudaStreamQuery(s)) == cudaErrorNotReady && MPI_Wtime() - start < kLimitSeconds) usleep(1000);
+  const int failedOnGPU = e != cudaSuccess && e != cudaErrorNotReady;
+  std::printf("[rank %d] disagreeing registration: %s after %.1f s (%s)\n", g_rank,
+              e == cudaErrorNotReady ? "still running" : e == cudaSuccess ? "completed" : "failed on the GPU",
+              MPI_Wtime() - start, cudaGetErrorName(e));
+  std::fflush(stdout);
+  int all = 0;
+  MPI_Allreduce(&failedOnGPU, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    std::printf("%s disagreeing registration: %s\n", all ? "ok  " : "FAIL",
+                all ? "every rank's call failed on the GPU" : "a call hung or completed");
+    std::printf("collectives: %d passed, %d failed\n", all ? 1 : 0, all ? 0 : 1);
+  }
+  MPI_Finalize();
+  return all ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-  bool big = true, registered = false;
+  bool big = true, registered = false, disagreeing = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "quick") == 0) big = false;
     if (std::strcmp(argv[i], "registered") == 0) registered = true;
+    if (std::strcmp(argv[i], "disagree") == 0) disagreeing = true;
   }
   g_verbose = std::getenv("COLLECTIVES_VERBOSE") != nullptr;
   int devices = 0;
   CUDA(cudaGetDeviceCount(&devices));
   CUDA(cudaSetDevice(g_rank % devices));
   CUDA(cudaFree(nullptr));
+  if (disagreeing) return disagree();
   if (g_rank == 0) {
     const char* ar = std::getenv("MSCCLPP_ALLREDUCE_ALGO");
     const char* ag = std::getenv("MSCCLPP_ALLGATHER_ALGO");
