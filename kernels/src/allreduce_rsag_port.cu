@@ -24,7 +24,7 @@
 
 namespace coll {
 
-// The waves of a call: nWaves of `wave` elements of each shard, G chunks of `chunk` elements each;
+// The waves of a call: n waves of `wave` elements of each shard, G chunks of `chunk` elements each;
 // the last one is written by the SMs, the others are copied by the copy engines.
 struct Waves {
   uint64_t shard;  // elements of every rank's shard (the same nominal size on every rank)
