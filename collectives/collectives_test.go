@@ -241,6 +241,17 @@ func TestScratchLayout(t *testing.T) {
 	}
 }
 
+// TestScratchBytes: the scratch size that doc.go and mscclppCollCommCreate's comment state, about
+// 512 MiB plus 8 MiB per rank up to 16 ranks (within 1 MiB: the descriptors and the alignment).
+func TestScratchBytes(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 4, 8, 16} {
+		stated := uint64(512<<20) + uint64(n)*(8<<20)
+		total := scratchLayout(n).total
+		assert.LessOrEqual(t, total, stated+(1<<20), "%d ranks", n)
+		assert.GreaterOrEqual(t, total+(1<<20), stated, "%d ranks", n)
+	}
+}
+
 func TestKernelNamesCoverEveryType(t *testing.T) {
 	assert.Len(t, kernelNames(), 4+6*len(dataTypes))
 }

@@ -54,10 +54,10 @@ typedef struct mscclppCollComm_s* mscclppCollComm_t;
 
 /* Builds this rank's collective communicator over `comm` (whose bootstrap and context must
  * outlive it) on CUDA device `deviceId`, or on the calling thread's current device (the one
- * cudaSetDevice chose) when deviceId < 0. Connects to every peer, exchanges scratch buffers,
- * builds the memory and port channels and starts the port channels' proxy thread (it polls while
- * requests flow, naps when idle). Collective: blocks until every rank's side is ready (bootstrap
- * timeout). */
+ * cudaSetDevice chose) when deviceId < 0. Connects to every peer, exchanges scratch buffers
+ * (about 512 MiB plus 8 MiB per rank of GPU memory, up to 16 ranks), builds the memory and port
+ * channels and starts the port channels' proxy thread (it polls while requests flow, naps when
+ * idle). Collective: blocks until every rank's side is ready (bootstrap timeout). */
 mscclppResult_t mscclppCollCommCreate(mscclppCommunicator_t comm, int deviceId, mscclppCollComm_t* collComm);
 /* Stops the proxy thread and releases the collective communicator's GPU memory and channels. Local: call it once no
  * collective of it is running, here or on a peer. */
