@@ -1,0 +1,222 @@
+// bench_ce_bound: how fast could an AllReduce be whose NVLink traffic all goes through the copy
+// engines (docs/design/allreduce-copy-engines.md)? One rank per GPU under mpirun; the GPUs map
+// each other's buffers through CUDA IPC; no MSCCL++ call. For a buffer of S bytes per rank and n
+// ranks (piece = S / n) it times, each after a warm-up:
+//
+//   copies   what each rank of such an AllReduce sends over NVLink, as cudaMemcpyAsync: to every
+//            peer one piece into the peer's scratch (reduce-scatter) and one into its output
+//            (all-gather), 2(n-1) pieces; from one stream, then from one stream per peer;
+//   reduce   the local reduction on the SMs: this rank's piece of its input and the n-1 pieces in
+//            its scratch, summed as float32 into its output;
+//   both     the copies (a stream per peer) and the reduction at once, as a pipeline would
+//            overlap them (on different waves; here on the same buffers: timing only, the data
+//            is not checked).
+//
+// Each figure is the slowest rank's time per run, averaged over kRuns runs that start together
+// (MPI_Barrier), and the bus bandwidth an AllReduce of S bytes taking that long would have,
+// 2(n-1)/n * S / t, which is what each GPU sends over NVLink per second.
+//
+//   mpirun -np 4 ./bench_ce_bound [MiB]     (S, default 1024)
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+constexpr uint64_t kDefaultMiB = 1024;
+constexpr uint64_t kPieceAlign = 256;  // bytes: every piece starts 16-byte (and cache-line) aligned
+constexpr int kWarmupRuns = 2;
+constexpr int kRuns = 5;
+constexpr int kMaxRanks = 8;
+constexpr int kReduceBlocksPerSM = 1;
+constexpr int kReduceThreads = 512;
+constexpr double kBytesPerGB = 1e9;
+
+int g_rank = 0;
+
+void check(bool ok, const char* what) {
+  if (ok) return;
+  std::fprintf(stderr, "FAIL bench_ce_bound: rank %d: %s\n", g_rank, what);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+void checkCuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) std::fprintf(stderr, "rank %d: %s: %s\n", g_rank, what, cudaGetErrorString(e));
+  check(e == cudaSuccess, what);
+}
+
+// The reduction's inputs: n pieces of `words` 16-byte words each, summed as float32 into out.
+struct ReduceArgs {
+  const float4* in[kMaxRanks];
+  float4* out;
+  int n;
+  uint64_t words;
+};
+
+__global__ void reduceKernel(ReduceArgs a) {
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < a.words; i += stride) {
+    float4 acc = a.in[0][i];
+    for (int r = 1; r < a.n; ++r) {
+      const float4 x = a.in[r][i];
+      acc.x += x.x, acc.y += x.y, acc.z += x.z, acc.w += x.w;
+    }
+    a.out[i] = acc;
+  }
+}
+
+// One device buffer of this rank, and the same buffer of every peer mapped here.
+struct Shared {
+  char* mine = nullptr;
+  std::vector<char*> byRank;  // byRank[r]: rank r's buffer (byRank[g_rank] == mine)
+
+  Shared(uint64_t bytes, int nranks) : byRank(nranks) {
+    checkCuda(cudaMalloc(&mine, bytes), "cudaMalloc");
+    checkCuda(cudaMemset(mine, 0, bytes), "cudaMemset");
+    cudaIpcMemHandle_t h;
+    checkCuda(cudaIpcGetMemHandle(&h, mine), "cudaIpcGetMemHandle");
+    std::vector<cudaIpcMemHandle_t> all(nranks);
+    MPI_Allgather(&h, sizeof(h), MPI_BYTE, all.data(), sizeof(h), MPI_BYTE, MPI_COMM_WORLD);
+    for (int r = 0; r < nranks; ++r) {
+      if (r == g_rank) {
+        byRank[r] = mine;
+      } else {
+        void* p = nullptr;
+        checkCuda(cudaIpcOpenMemHandle(&p, all[r], cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
+        byRank[r] = static_cast<char*>(p);
+      }
+    }
+  }
+};
+
+struct Bench {
+  int n = 0;
+  uint64_t bytes = 0, piece = 0;
+  Shared *send = nullptr, *out = nullptr, *scratch = nullptr;  // scratch: n-1 pieces, one per peer
+  std::vector<cudaStream_t> peerStreams;                          // [i]: the i-th peer around the ring
+  cudaStream_t mainStream = nullptr, reduceStream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  std::vector<cudaEvent_t> done;
+  int reduceBlocks = 0;
+
+  int peer(int i) const { return (g_rank + 1 + i) % n; }
+  // Where rank `from` lands in rank `to`'s scratch: the peers in rank order, `to` itself left out.
+  uint64_t slot(int from, int to) const { return uint64_t(from < to ? from : from - 1) * piece; }
+
+  // Queues this rank's 2(n-1) copies: on `streams[i % streams.size()]` for the i-th peer.
+  void queueCopies(const std::vector<cudaStream_t>& streams) {
+    for (int i = 0; i < n - 1; ++i) {
+      const int p = peer(i);
+      cudaStream_t s = streams[i % streams.size()];
+      checkCuda(cudaMemcpyAsync(scratch->byRank[p] + slot(g_rank, p), send->mine + p * piece, piece,
+                                cudaMemcpyDeviceToDevice, s),
+                "scatter copy");
+      checkCuda(cudaMemcpyAsync(out->byRank[p] + g_rank * piece, out->mine + g_rank * piece, piece,
+                                cudaMemcpyDeviceToDevice, s),
+                "gather copy");
+    }
+  }
+
+  void queueReduce(cudaStream_t s) {
+    ReduceArgs a{};
+    a.n = n;
+    a.words = piece / sizeof(float4);
+    a.in[0] = reinterpret_cast<const float4*>(send->mine + g_rank * piece);
+    for (int r = 0, k = 1; r < n; ++r) {
+      if (r != g_rank) a.in[k++] = reinterpret_cast<const float4*>(scratch->mine + slot(r, g_rank));
+    }
+    a.out = reinterpret_cast<float4*>(out->mine + g_rank * piece);
+    reduceKernel<<<reduceBlocks, kReduceThreads, 0, s>>>(a);
+    checkCuda(cudaGetLastError(), "reduce launch");
+  }
+
+  // Times `body`, which queues work on the streams it names after they wait for `start`; returns
+  // the slowest rank's milliseconds per run.
+  template <typename Body>
+  double time(const std::vector<cudaStream_t>& streams, Body body) {
+    double total = 0;
+    for (int run = -kWarmupRuns; run < kRuns; ++run) {
+      checkCuda(cudaDeviceSynchronize(), "sync before a run");
+      MPI_Barrier(MPI_COMM_WORLD);
+      checkCuda(cudaEventRecord(start, mainStream), "record start");
+      for (cudaStream_t s : streams) checkCuda(cudaStreamWaitEvent(s, start, 0), "wait start");
+      body();
+      for (size_t i = 0; i < streams.size(); ++i) {
+        checkCuda(cudaEventRecord(done[i], streams[i]), "record done");
+        checkCuda(cudaStreamWaitEvent(mainStream, done[i], 0), "wait done");
+      }
+      checkCuda(cudaEventRecord(stop, mainStream), "record stop");
+      checkCuda(cudaEventSynchronize(stop), "sync stop");
+      float ms = 0;
+      checkCuda(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+      double slowest = ms;
+      MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      if (run >= 0) total += slowest;
+    }
+    return total / kRuns;
+  }
+
+  void report(const char* what, double ms) const {
+    const double busbw = 2.0 * (n - 1) / n * double(bytes) / (ms * 1e-3) / kBytesPerGB;
+    if (g_rank == 0) std::printf("%-34s %10.1f us   busbw bound %6.1f GB/s\n", what, ms * 1e3, busbw);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int nranks = 0, ndev = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  check(nranks >= 2 && nranks <= kMaxRanks, "needs 2 to 8 ranks");
+  checkCuda(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount");
+  check(ndev >= nranks, "needs one GPU per rank on this host");
+  checkCuda(cudaSetDevice(g_rank), "cudaSetDevice");
+
+  Bench b;
+  b.n = nranks;
+  const uint64_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : kDefaultMiB;
+  check(mib > 0, "size in MiB must be positive");
+  b.piece = (mib << 20) / nranks / kPieceAlign * kPieceAlign;
+  b.bytes = b.piece * nranks;
+  Shared send(b.bytes, nranks), out(b.bytes, nranks), scratch(b.piece * (nranks - 1), nranks);
+  b.send = &send, b.out = &out, b.scratch = &scratch;
+  int sms = 0;
+  checkCuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g_rank), "SM count");
+  b.reduceBlocks = sms * kReduceBlocksPerSM;
+  b.peerStreams.resize(nranks - 1);
+  for (auto& s : b.peerStreams) checkCuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  checkCuda(cudaStreamCreateWithFlags(&b.mainStream, cudaStreamNonBlocking), "stream");
+  checkCuda(cudaStreamCreateWithFlags(&b.reduceStream, cudaStreamNonBlocking), "stream");
+  checkCuda(cudaEventCreate(&b.start), "event");
+  checkCuda(cudaEventCreate(&b.stop), "event");
+  b.done.resize(nranks + 1);
+  for (auto& e : b.done) checkCuda(cudaEventCreate(&e), "event");
+
+  if (g_rank == 0) {
+    std::printf("bench_ce_bound: %d ranks, AllReduce of %llu MiB per rank (pieces of %llu KiB), %d runs after %d warm-up\n",
+                nranks, (unsigned long long)(b.bytes >> 20), (unsigned long long)(b.piece >> 10), kRuns, kWarmupRuns);
+  }
+  const std::vector<cudaStream_t> one{b.peerStreams[0]};
+  b.report("copies, one stream", b.time(one, [&] { b.queueCopies(one); }));
+  b.report("copies, a stream per peer", b.time(b.peerStreams, [&] { b.queueCopies(b.peerStreams); }));
+  const std::vector<cudaStream_t> reduceOnly{b.reduceStream};
+  b.report("reduce (SMs, local)", b.time(reduceOnly, [&] { b.queueReduce(b.reduceStream); }));
+  std::vector<cudaStream_t> all = b.peerStreams;
+  all.push_back(b.reduceStream);
+  b.report("copies and reduce at once", b.time(all, [&] {
+    b.queueCopies(b.peerStreams);
+    b.queueReduce(b.reduceStream);
+  }));
+  if (g_rank == 0) {
+    std::printf("busbw bound: the bus bandwidth of an AllReduce that took this long (for comparison, 1.05x NCCL's\n"
+                "1 GiB AllReduce on 4 x H200 is 372 GB/s)\n");
+  }
+  MPI_Finalize();
+  return 0;
+}
