@@ -19,6 +19,15 @@ func TestDocsListEveryVariable(t *testing.T) {
 	}
 }
 
+// setEnv sets v's environment variable to env for the test and drops v's cached value, before
+// and after, so that v.Get reads env now and the next test starts clean.
+func setEnv[T any](t *testing.T, v *Var[T], env string) {
+	t.Helper()
+	t.Setenv(v.Name, env)
+	v.Reset()
+	t.Cleanup(v.Reset)
+}
+
 func TestTimeoutFromEnvironment(t *testing.T) {
 	tests := []struct {
 		env  string
@@ -33,18 +42,14 @@ func TestTimeoutFromEnvironment(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.env, func(t *testing.T) {
-			t.Setenv(BootstrapTimeout.Name, tc.env)
-			BootstrapTimeout.Reset()
-			t.Cleanup(BootstrapTimeout.Reset)
+			setEnv(t, BootstrapTimeout, tc.env)
 			assert.Equal(t, tc.want, BootstrapTimeout.Get())
 		})
 	}
 }
 
 func TestSetOverridesEnvironment(t *testing.T) {
-	t.Setenv(BootstrapTimeout.Name, "5")
-	BootstrapTimeout.Reset()
-	t.Cleanup(BootstrapTimeout.Reset)
+	setEnv(t, BootstrapTimeout, "5")
 	BootstrapTimeout.Set(2 * time.Second)
 	assert.Equal(t, 2*time.Second, BootstrapTimeout.Get())
 	BootstrapTimeout.Reset()
@@ -55,9 +60,7 @@ func TestDebugLevels(t *testing.T) {
 	tests := map[string]string{"": LevelWarn, "info": LevelInfo, "TRACE": LevelTrace, "loud": LevelWarn, "VERSION": LevelWarn}
 	for env, want := range tests {
 		t.Run(env, func(t *testing.T) {
-			t.Setenv(Debug.Name, env)
-			Debug.Reset()
-			t.Cleanup(Debug.Reset)
+			setEnv(t, Debug, env)
 			assert.Equal(t, want, Debug.Get())
 		})
 	}
@@ -78,9 +81,7 @@ func TestCollMaxSpins(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.env, func(t *testing.T) {
-			t.Setenv(CollMaxSpins.Name, tc.env)
-			CollMaxSpins.Reset()
-			t.Cleanup(CollMaxSpins.Reset)
+			setEnv(t, CollMaxSpins, tc.env)
 			assert.Equal(t, tc.want, CollMaxSpins.Get())
 		})
 	}
