@@ -26,6 +26,12 @@
 #include <cstdlib>
 #include <vector>
 
+#include "../common/bench_mpi.h"
+
+using benchmpi::check;
+using benchmpi::checkCuda;
+using benchmpi::g_rank;
+
 namespace {
 
 constexpr uint64_t kDefaultMiB = 1024;
@@ -36,18 +42,6 @@ constexpr int kMaxRanks = 8;
 constexpr int kReduceBlocksPerSM = 1;
 constexpr int kReduceThreads = 512;
 constexpr double kBytesPerGB = 1e9;
-
-int g_rank = 0;
-
-void check(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "FAIL bench_ce_bound: rank %d: %s\n", g_rank, what);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
-void checkCuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) std::fprintf(stderr, "rank %d: %s: %s\n", g_rank, what, cudaGetErrorString(e));
-  check(e == cudaSuccess, what);
-}
 
 // The reduction's inputs: n pieces of `words` 16-byte words each, summed as float32 into out.
 struct ReduceArgs {
@@ -169,14 +163,11 @@ struct Bench {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int nranks = 0, ndev = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  check(nranks >= 2 && nranks <= kMaxRanks, "needs 2 to 8 ranks");
-  checkCuda(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount");
-  check(ndev >= nranks, "needs one GPU per rank on this host");
-  checkCuda(cudaSetDevice(g_rank), "cudaSetDevice");
+  benchmpi::BenchSetup setup;
+  setup.program = "bench_ce_bound";
+  setup.maxRanks = kMaxRanks;
+  setup.gpuPerRank = true;
+  const int nranks = benchmpi::startBench(&argc, &argv, setup).nranks;
 
   Bench b;
   b.n = nranks;

@@ -35,7 +35,13 @@
 #include <thread>
 #include <vector>
 
+#include "../common/bench_mpi.h"
+
 namespace cg = cooperative_groups;
+
+using benchmpi::check;
+using benchmpi::checkCuda;
+using benchmpi::g_rank;
 
 namespace {
 
@@ -62,21 +68,10 @@ constexpr uint64_t kDeviceTimeoutNs = 20ull * 1000 * 1000 * 1000;  // waits writ
 constexpr int64_t kMaxSpins = 1ll << 28;  // the header's spins (flush, wait, unpackPackets): trap, >= ~20 s
 constexpr int kWatchdogS = 60;            // per kernel (host)
 constexpr double kBytesPerGB = 1e9;
+// Ends checkCuda's error line: what a trap (cudaErrorLaunchFailure) of these kernels means.
+constexpr const char* kCudaErrorNote = " (a trap means a header spin hit maxSpinCount)";
 
-int g_rank = 0;
-
-void check(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "FAIL %s: rank %d: %s\n", kName, g_rank, what);
-  std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
-void checkCuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    std::fprintf(stderr, "rank %d: %s: %s (a trap means a header spin hit maxSpinCount)\n", g_rank, what,
-                 cudaGetErrorString(e));
-  check(e == cudaSuccess, what);
-}
+// check() of an mscclpp call's result, after a line with the result code.
 void checkMs(mscclppResult_t r, const char* what) {
   if (r != mscclppSuccess) std::fprintf(stderr, "rank %d: %s: mscclppResult_t %d\n", g_rank, what, int(r));
   check(r == mscclppSuccess, what);
@@ -316,14 +311,11 @@ T futureResult(mscclppFuture_t f, Get get, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int nranks = 0, ndev = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  check(nranks >= 2, "needs at least 2 ranks");
-  checkCuda(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount");
-  const int device = g_rank % ndev;
-  checkCuda(cudaSetDevice(device), "cudaSetDevice");
+  benchmpi::BenchSetup setup;
+  setup.program = kName;
+  setup.cudaErrorNote = kCudaErrorNote;
+  const benchmpi::BenchJob job = benchmpi::startBench(&argc, &argv, setup);
+  const int nranks = job.nranks, device = job.device;
 
   Bench b;
   b.active = g_rank == kSender || g_rank == kReceiver;

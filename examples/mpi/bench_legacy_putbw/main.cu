@@ -16,6 +16,12 @@
 #include <cstdio>
 #include <ctime>
 
+#include "../common/bench_mpi.h"
+
+using benchmpi::check;
+using benchmpi::checkCuda;
+using benchmpi::g_rank;
+
 namespace {
 
 constexpr int kSender = 0, kReceiver = 1, kTag = 0;
@@ -27,18 +33,6 @@ constexpr uint64_t kMinIters = 20, kMaxIters = 2000;
 constexpr uint64_t kLatencyIters = 10000, kLatencyBytes = 8;
 constexpr unsigned kWatchdogMs = 60000;
 constexpr double kBytesPerGB = 1e9;
-
-int g_rank = 0;
-
-void check(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "FAIL bench_legacy_putbw: rank %d: %s\n", g_rank, what);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
-void checkCuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) std::fprintf(stderr, "rank %d: %s: %s\n", g_rank, what, cudaGetErrorString(e));
-  check(e == cudaSuccess, what);
-}
 
 __device__ uint8_t pattern(int sender, uint64_t i) { return static_cast<uint8_t>(sender * 37 + i * 7 + (i >> 12)); }
 
@@ -138,13 +132,9 @@ struct Bench {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int nranks = 0, ndev = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  check(nranks >= 2, "needs at least 2 ranks");
-  checkCuda(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount");
-  checkCuda(cudaSetDevice(g_rank % ndev), "cudaSetDevice");
+  benchmpi::BenchSetup setup;
+  setup.program = "bench_legacy_putbw";
+  const int nranks = benchmpi::startBench(&argc, &argv, setup).nranks;
 
   mscclppUniqueId id;
   if (g_rank == 0) check(mscclppGetUniqueId(&id) == mscclppSuccess, "mscclppGetUniqueId");
