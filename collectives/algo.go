@@ -12,8 +12,10 @@ const (
 	AlgoRSAG    = "rsag"    // reduce-scatter + all-gather rounds (AllReduce)
 	AlgoPut     = "put"     // copies and a signal per round (AllGather)
 	AlgoDirect  = "direct"  // zero-copy, straight between registered user buffers (AllReduce and AllGather)
-	// AlgoPort is zero-copy through port channels: the copy engines move the data between the
-	// registered buffers (AllGather).
+	// AlgoPort is zero-copy through port channels: the copy engines move all the data between
+	// the ranks (AllGather: between the registered receive buffers; AllReduce: the inputs into
+	// the peers' scratch and the reduced shards into the peers' registered receive buffers, the
+	// SMs only reducing locally).
 	AlgoPort = "port"
 	// AlgoRSAGDirect is rsag whose all-gather writes straight into registered receive buffers
 	// (AllReduce).
@@ -116,6 +118,9 @@ func (p plan) zeroCopy() bool {
 type registered struct {
 	zeroCopy   bool // every buffer the zero-copy kernels reach is registered (direct may run)
 	copyEngine bool // and the receive buffer's registration has port channels (port may run)
+	// sendCopyEngine: the send buffer's registration has port channels too (the port
+	// AllReduce copies from it).
+	sendCopyEngine bool
 }
 
 // chooseAllReduce picks the algorithm and grid for bytes of dt across nRanks, in grids of at
@@ -127,12 +132,13 @@ func chooseAllReduce(bytes uint64, dt DataType, nRanks, maxGrid int, reg registe
 	zeroCopy := reg.zeroCopy
 	fitsOneShot := bytes <= packetMaxBytes
 	fitsTwoShot := (bytes+uint64(nRanks)*packetWordBytes-1)/(uint64(nRanks)*packetWordBytes)*packetWordBytes <= packetMaxBytes
-	if (forced == AlgoDirect || forced == AlgoRSAGDirect) && !zeroCopy || forced == AlgoRSAGPort && !reg.copyEngine {
+	if (forced == AlgoDirect || forced == AlgoRSAGDirect) && !zeroCopy || forced == AlgoRSAGPort && !reg.copyEngine ||
+		forced == AlgoPort && !(reg.copyEngine && reg.sendCopyEngine) {
 		forced = AlgoAuto
 	}
 	algo := AlgoRSAG
 	switch forced {
-	case AlgoDirect, AlgoRSAGDirect, AlgoRSAGPort:
+	case AlgoDirect, AlgoRSAGDirect, AlgoRSAGPort, AlgoPort:
 		algo = forced
 	case AlgoPacket:
 		if fitsOneShot {
@@ -163,6 +169,9 @@ func chooseAllReduce(bytes uint64, dt DataType, nRanks, maxGrid int, reg registe
 	case AlgoRSAGPort:
 		// The reducing blocks and one more that issues the copies.
 		return plan{algo, kernel, roundBlocks(share, maxGrid-1) + 1, rsagThreads}
+	case AlgoPort:
+		// The reducing blocks (local memory only: fewer suffice) and one that issues the copies.
+		return plan{algo, kernel, roundBlocks(share, min(maxGrid-1, tunedBlocks)) + 1, rsagThreads}
 	case AlgoDirect:
 		return plan{algo, kernel, roundBlocks(share, tuned), directThreads}
 	}
@@ -182,7 +191,7 @@ func kernelNames() []string {
 	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect),
 		allGatherKernel(AlgoPort)}
 	for dt := range dataTypes {
-		for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG, AlgoDirect, AlgoRSAGDirect, AlgoRSAGPort} {
+		for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG, AlgoDirect, AlgoRSAGDirect, AlgoRSAGPort, AlgoPort} {
 			names = append(names, allReduceKernel(algo, dt))
 		}
 	}

@@ -99,7 +99,8 @@ func (c *Comm) launch(x *call, s cuda.Stream) error {
 		return c.onGPU(func() error { return cuda.MemcpyAsync(x.local, cuda.DevicePtr(x.args.Send), int(x.bytes), s) })
 	}
 	sendReg, recvReg := c.zeroCopyRegistrations(x)
-	p := x.choose(registered{zeroCopy: recvReg != nil, copyEngine: recvReg != nil && recvReg.copyEngine})
+	p := x.choose(registered{zeroCopy: recvReg != nil, copyEngine: recvReg != nil && recvReg.copyEngine,
+		sendCopyEngine: sendReg != nil && sendReg.copyEngine})
 	if p.zeroCopy() {
 		var err error
 		if sendReg != nil {

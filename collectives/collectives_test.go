@@ -101,6 +101,38 @@ func TestChooseAllReducePort(t *testing.T) {
 	}
 }
 
+// TestChooseAllReduceCopyEngines: the port AllReduce only when forced and both the send and the
+// receive buffer's registrations have port channels; at most tunedBlocks reducing blocks and one
+// issuing block.
+func TestChooseAllReduceCopyEngines(t *testing.T) {
+	both := registered{zeroCopy: true, copyEngine: true, sendCopyEngine: true}
+	recvOnly := registered{zeroCopy: true, copyEngine: true}
+	tests := []struct {
+		bytes  uint64
+		nRanks int
+		reg    registered
+		forced string
+		algo   string
+		blocks int
+	}{
+		{4, 2, both, AlgoPort, AlgoPort, 2},
+		{1 << 20, 4, both, AlgoPort, AlgoPort, 8 + 1}, // 256 KiB per rank: 8 reducing blocks
+		{1 << 30, 4, both, AlgoPort, AlgoPort, tunedBlocks + 1},
+		{1 << 30, 4, recvOnly, AlgoPort, AlgoRSAGDirect, maxBlocks},
+		{1 << 30, 4, registered{}, AlgoPort, AlgoRSAG, maxBlocks},
+		{1 << 30, 4, both, AlgoAuto, AlgoRSAGDirect, maxBlocks},
+	}
+	for _, tt := range tests {
+		p := chooseAllReduce(tt.bytes, Float32, tt.nRanks, maxBlocks, tt.reg, tt.forced)
+		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
+		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
+		assert.Equal(t, allReduceKernel(tt.algo, Float32), p.kernel, "%+v", tt)
+		assert.Equal(t, tt.algo != AlgoRSAG, p.zeroCopy(), "%+v", tt)
+	}
+	p := chooseAllReduce(1<<30, Float32, 4, 2, both, AlgoPort)
+	assert.Equal(t, 2, p.blocks, "a reducing block and the issuing one within a grid of 2")
+}
+
 func TestChooseAllGather(t *testing.T) {
 	var (
 		none   = registered{}
@@ -253,7 +285,7 @@ func TestScratchBytes(t *testing.T) {
 }
 
 func TestKernelNamesCoverEveryType(t *testing.T) {
-	assert.Len(t, kernelNames(), 4+6*len(dataTypes))
+	assert.Len(t, kernelNames(), 4+7*len(dataTypes)) // four AllGather kernels, seven AllReduce algorithms per type
 }
 
 func TestCheckCall(t *testing.T) {

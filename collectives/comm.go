@@ -124,7 +124,7 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 		DataOffset: lay.dataOffset, MaxSpins: config.CollMaxSpins.Get(), DescOffset: lay.descOffset,
 	}
 	if c.ports != nil {
-		c.args.Ports = uintptr(c.ports.table)
+		c.args.Ports, c.args.PortRows = uintptr(c.ports.table), uint64(c.ports.rows)
 	}
 	c.log.Info("collective communicator ready", "gpu", device, "ranks", c.nRanks, "scratchBytes", lay.total,
 		"chunkBytes", lay.chunkBytes, "maxGrid", c.maxGrid, "took", time.Since(start).Round(time.Millisecond))
@@ -259,7 +259,11 @@ func (c *Comm) connect(ctx context.Context, lay layout) error {
 	if c.channels, err = uploadNew(c, handles); err != nil {
 		return fmt.Errorf("channel handles: %w", err)
 	}
-	return c.connectPorts(ctx, peers, conns)
+	scratch := make([]span, len(peers))
+	for i, m := range theirs {
+		scratch[i] = span{m.Data(), m.Size()}
+	}
+	return c.connectPorts(ctx, peers, conns, scratch)
 }
 
 // exchangeMemory sends mine to every peer under memory tag `tag` and receives every peer's,

@@ -27,16 +27,17 @@ type kernelArgs struct {
 	SendDesc   uint64  // zero-copy: where send is, descriptor(registration, offset)
 	RecvDesc   uint64  // zero-copy: where recv is
 	DescOffset uint64  // where the descriptor packets start in the scratch
-	Ports      uintptr // copy engine: PortChannelDeviceHandle [portRows][nRanks-1] (ports.go)
+	Ports      uintptr // copy engine: PortChannelDeviceHandle [2*PortRows][nRanks-1] (ports.go)
+	PortRows   uint64  // registrations [0, PortRows) may have port channels
 }
 
-const kernelArgsBytes = 144
+const kernelArgsBytes = 152
 
 // bytes is the parameter as the kernel receives it.
 func (a *kernelArgs) bytes() []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(a)), unsafe.Sizeof(*a))
 }
 
-// stateBytes is sizeof(coll::State): two counters, and a round counter and a wave counter per
-// block.
-const stateBytes = 8 + 8*maxBlocks
+// stateBytes is sizeof(coll::State): two counters, a round counter and a wave counter per block,
+// and the port AllReduce's counter of landed waves with its padding.
+const stateBytes = 16 + 8*maxBlocks

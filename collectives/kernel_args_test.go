@@ -9,7 +9,7 @@ import (
 )
 
 // TestKernelArgsLayout: every field of the mirror is 8 bytes at 8*i, as coll::Args declares
-// them (the C++ side static_asserts sizeof(Args) == 144 and offsetof(ports) == 136).
+// them (the C++ side static_asserts sizeof(Args) == 152 and offsetof(portRows) == 144).
 func TestKernelArgsLayout(t *testing.T) {
 	var a kernelArgs
 	assert.Equal(t, uintptr(kernelArgsBytes), unsafe.Sizeof(a))
@@ -24,6 +24,6 @@ func TestKernelArgsLayout(t *testing.T) {
 		assert.Equal(t, uintptr(8), f.Type.Size(), f.Name)
 		off += 8
 	}
-	assert.Equal(t, "Ports", typ.Field(typ.NumField()-1).Name)
+	assert.Equal(t, "PortRows", typ.Field(typ.NumField()-1).Name)
 	assert.Len(t, a.bytes(), kernelArgsBytes)
 }

@@ -111,8 +111,8 @@ if build_cuda "$src" "$bin/collectives"; then
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick registered
 	run "collectives (registered, rsag_direct)" 600 env MSCCLPP_ALLREDUCE_ALGO=rsag_direct \
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -np "$np" "$bin/collectives" quick registered
-	run "collectives (registered, port)" 600 env MSCCLPP_ALLGATHER_ALGO=port \
-		$mpirun -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick registered
+	run "collectives (registered, port)" 600 env MSCCLPP_ALLREDUCE_ALGO=port MSCCLPP_ALLGATHER_ALGO=port \
+		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick registered
 	run "collectives (registered, rsag_port)" 600 env MSCCLPP_ALLREDUCE_ALGO=rsag_port \
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -np "$np" "$bin/collectives" quick registered
 	# Ranks that disagree about registration: every rank's call must fail on the GPU (the kernels

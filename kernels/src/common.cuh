@@ -50,7 +50,9 @@ struct State {
   uint32_t calls;               // collectives finished: packet flag = packetFlag(calls), parity = calls & 1
   uint32_t blocksDone;          // blocks of the running kernel that finished; the last one resets it
   uint32_t rounds[kMaxBlocks];  // semaphore rounds block b has run: its data bank = rounds[b] & 1
-  uint32_t waves[kMaxBlocks];   // rsag_port: waves block b has reduced in the running call (0 between calls)
+  uint32_t waves[kMaxBlocks];   // rsag_port, port: waves block b has reduced in the running call (0 between calls)
+  uint32_t landed;              // port: waves whose pieces from every peer have landed here (0 between calls)
+  uint32_t reserved;            // zero
 };
 
 // One rank's buffer of a registration, as this rank reaches it: registration k of rank r is
@@ -80,13 +82,15 @@ struct Args {
   uint64_t sendDesc;    // zero-copy: where send is (a descriptor, see kDescShift)
   uint64_t recvDesc;    // zero-copy: where recv is
   uint64_t descOffset;  // where the descriptor packets start in the scratch
-  // Copy engine: the port channels, [kMaxRegistrations or fewer][nRanks - 1]: channel (k, p)
-  // copies from this rank's buffer of registration k to peer p's.
+  // Copy engine: the port channels, [2 * portRows][nRanks - 1]. Channel (k, p) for k < portRows
+  // copies from this rank's buffer of registration k to peer p's; channel (portRows + k, p) from
+  // this rank's buffer of registration k to peer p's scratch.
   mscclppPortChannelDeviceHandle* ports;
+  uint64_t portRows;  // registrations [0, portRows) may have port channels
 };
 
-static_assert(sizeof(Args) == 144 && offsetof(Args, ports) == 136, "Args is mirrored by collectives.kernelArgs");
-static_assert(sizeof(State) == 8 + 8 * kMaxBlocks, "State is sized by collectives.stateBytes");
+static_assert(sizeof(Args) == 152 && offsetof(Args, portRows) == 144, "Args is mirrored by collectives.kernelArgs");
+static_assert(sizeof(State) == 16 + 8 * kMaxBlocks, "State is sized by collectives.stateBytes");
 
 // Scratch layout (the same on every rank):
 //   packet region: 2 parities x 2 phases x nRanks slots x slotBytes; slot r holds rank r's
