@@ -71,7 +71,7 @@ func NewProxyFifo(dev cuda.Device, size int, log *slog.Logger) (f *ProxyFifo, er
 		if f.counters, err = cuda.MemAlloc(fifoCounterBytes); err != nil {
 			return fmt.Errorf("FIFO head and tail: %w", err)
 		}
-		if f.engine, err = newCopyEngine(f.counters + 8); err != nil {
+		if f.engine, err = newCopyEngine(f.counters+8, log); err != nil {
 			return err
 		}
 		if err := cuda.MemsetD8Async(f.counters, 0, fifoCounterBytes, f.engine.data); err != nil {

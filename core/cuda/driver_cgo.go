@@ -352,6 +352,12 @@ func cuEventQuery(e Event) result {
 	return C.mscclpp_cuEventQuery(C.CUevent(e.h))
 }
 
+func cuEventElapsedTime(start, end Event) (float32, error) {
+	var ms C.float
+	err := check("cuEventElapsedTime", C.mscclpp_cuEventElapsedTime(&ms, C.CUevent(start.h), C.CUevent(end.h)))
+	return float32(ms), err
+}
+
 func cuMemcpyAsync(dst, src DevicePtr, size int, s Stream) error {
 	return check("cuMemcpyAsync", C.mscclpp_cuMemcpyAsync(C.CUdeviceptr(dst), C.CUdeviceptr(src), C.size_t(size), C.CUstream(s.h)))
 }

@@ -65,6 +65,7 @@ CU_FN(cuEventDestroy,     CU_REQUIRED, 0, (CUevent hEvent), (hEvent))
 CU_FN(cuEventRecord,      CU_REQUIRED, 0, (CUevent hEvent, CUstream hStream), (hEvent, hStream))
 CU_FN(cuEventSynchronize, CU_REQUIRED, 0, (CUevent hEvent), (hEvent))
 CU_FN(cuEventQuery,       CU_REQUIRED, 0, (CUevent hEvent), (hEvent))
+CU_FN(cuEventElapsedTime, CU_REQUIRED, 0, (float *pMilliseconds, CUevent hStart, CUevent hEnd), (pMilliseconds, hStart, hEnd))
 
 CU_FN(cuMemcpyAsync,   CU_REQUIRED, 0, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream), (dst, src, ByteCount, hStream))
 CU_FN(cuMemsetD8Async, CU_REQUIRED, 0, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream), (dstDevice, uc, N, hStream))

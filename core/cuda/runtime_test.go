@@ -81,6 +81,8 @@ func TestRuntimeWithoutDevice(t *testing.T) {
 		"Event.Record":         func() error { return Event{}.Record(Stream{}) },
 		"Event.Synchronize":    func() error { return Event{}.Synchronize() },
 		"Event.Done":           func() error { _, err := Event{}.Done(); return err },
+		"NewTimingEvent":       func() error { _, err := NewTimingEvent(); return err },
+		"ElapsedTime":          func() error { _, err := ElapsedTime(Event{}, Event{}); return err },
 		"LoadModule":           func() error { _, err := LoadModule(fillPTX); return err },
 		"Module.Unload":        func() error { return Module{}.Unload() },
 		"Module.Function":      func() error { _, err := Module{}.Function("fill"); return err },

@@ -1,6 +1,9 @@
 package cuda
 
-import "unsafe"
+import (
+	"time"
+	"unsafe"
+)
 
 // Stream is a CUDA stream (CUstream). The zero Stream is the legacy default stream.
 type Stream struct{ h unsafe.Pointer }
@@ -55,6 +58,25 @@ func NewEvent() (Event, error) {
 		return Event{}, err
 	}
 	return cuEventCreate(eventDisableTiming)
+}
+
+// NewTimingEvent creates an event in the current context that records when the work before it
+// completed, for ElapsedTime.
+func NewTimingEvent() (Event, error) {
+	if err := initDriver(); err != nil {
+		return Event{}, err
+	}
+	return cuEventCreate(0)
+}
+
+// ElapsedTime is the GPU time from start to end, two completed timing events (NewTimingEvent),
+// with about half a microsecond of resolution.
+func ElapsedTime(start, end Event) (time.Duration, error) {
+	if err := initDriver(); err != nil {
+		return 0, err
+	}
+	ms, err := cuEventElapsedTime(start, end)
+	return time.Duration(float64(ms) * float64(time.Millisecond)), err
 }
 
 // Destroy destroys e.

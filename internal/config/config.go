@@ -98,6 +98,18 @@ func parseSpins(s string) (int64, error) {
 	return n, nil
 }
 
+// parseCount accepts a number of zero or more.
+func parseCount(s string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("want zero or more, got %d", n)
+	}
+	return n, nil
+}
+
 // parseChoice accepts one of choices, in any case.
 func parseChoice(choices ...string) func(string) (string, error) {
 	return func(s string) (string, error) {
@@ -160,6 +172,10 @@ var (
 		Name: "MSCCLPP_COLL_MAX_SPINS", Default: 1 << 30, parse: parseSpins,
 		Doc: "polls a collective's kernel makes of one flag or semaphore before it traps (the stream then fails instead of hanging on a peer that never comes; the default is minutes); -1 waits forever; read when a collective communicator is created",
 	}
+	ProxyTrace = &Var[int64]{
+		Name: "MSCCLPP_PROXY_TRACE", Default: 0, parse: parseCount,
+		Doc: "for diagnosis: the copy-engine proxies time every copy on the GPU and log, at each of their first N flushes, when each copy since the previous one started and how long it took (level INFO); 0, the default, times nothing",
+	}
 	CUDALibrary = &Var[string]{
 		Name: "MSCCLPP_CUDA_LIBRARY", Default: "libcuda.so.1", parse: parseString,
 		Doc: "the CUDA driver library to dlopen: a file name searched the usual way, or a path",
@@ -174,5 +190,5 @@ type Describer interface {
 // All lists every tunable, in the order docs/CONFIG.md shows them.
 func All() []Describer {
 	return []Describer{NCCLLibrary, Debug, BootstrapTimeout, SocketIfname, CUDALibrary, AllReduceAlgo, AllGatherAlgo,
-		CollMaxSpins}
+		CollMaxSpins, ProxyTrace}
 }

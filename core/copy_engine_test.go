@@ -1,0 +1,56 @@
+package core
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/internal/config"
+)
+
+// TestCopyEngineTrace: with MSCCLPP_PROXY_TRACE=1 the engine logs each copy of its first flush,
+// with its size, and nothing at the second. Needs a GPU.
+func TestCopyEngineTrace(t *testing.T) {
+	n, err := cuda.DeviceCount()
+	if errors.Is(err, cuda.ErrDriverNotFound) || errors.Is(err, cuda.ErrNoDevice) || err == nil && n == 0 {
+		t.Skipf("needs a GPU: %v", err)
+	}
+	require.NoError(t, err)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev, err := cuda.GetDevice(0)
+	require.NoError(t, err)
+	ctx, err := dev.RetainPrimaryContext()
+	require.NoError(t, err)
+	defer ctx.Release()
+	require.NoError(t, ctx.SetCurrent())
+
+	config.ProxyTrace.Set(1)
+	defer config.ProxyTrace.Reset()
+	const size = 1 << 20
+	buf, err := cuda.MemAlloc(2*size + 8)
+	require.NoError(t, err)
+	defer cuda.MemFree(buf)
+	var logs bytes.Buffer
+	e, err := newCopyEngine(buf+2*size, slog.New(slog.NewTextHandler(&logs, nil)))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, e.close()) }()
+
+	for range 2 {
+		require.NoError(t, e.Copy(uint64(buf+size), uint64(buf), size))
+	}
+	require.NoError(t, e.Drain())
+	assert.Equal(t, 2, strings.Count(logs.String(), "msg=\"proxy copy\""), logs.String())
+	assert.Equal(t, 2, strings.Count(logs.String(), "bytes=1048576"), logs.String())
+
+	require.NoError(t, e.Copy(uint64(buf+size), uint64(buf), size))
+	require.NoError(t, e.Drain())
+	assert.Equal(t, 2, strings.Count(logs.String(), "msg=\"proxy copy\""), "only the first flush is traced")
+}
