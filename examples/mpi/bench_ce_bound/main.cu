@@ -10,7 +10,13 @@
 //            its scratch, summed as float32 into its output;
 //   both     the copies (a stream per peer) and the reduction at once, as a pipeline would
 //            overlap them (on different waves; here on the same buffers: timing only, the data
-//            is not checked).
+//            is not checked);
+//   waves    the copies cut into kWaves waves, one stream, peer after peer in every wave (the
+//            request pattern of the port AllReduce: does switching destinations cost?);
+//   SM       the same 2(n-1) pieces moved by SM stores into the peers' memory instead, every
+//            peer at once (what the SM AllReduce kernels are capped by);
+//   split    a share of every piece on the copy engines (a stream per peer) and the rest by SM
+//            stores at once: does the link carry more than either engine alone?
 //
 // Each figure is the slowest rank's time per run, averaged over kRuns runs that start together
 // (MPI_Barrier), and the bus bandwidth an AllReduce of S bytes taking that long would have,
@@ -42,6 +48,10 @@ constexpr int kMaxRanks = 8;
 constexpr int kReduceBlocksPerSM = 1;
 constexpr int kReduceThreads = 512;
 constexpr double kBytesPerGB = 1e9;
+constexpr int kWaves = 4;                  // "waves": the port AllReduce's fewest waves
+constexpr int kCopyThreads = 1024;         // SM copy kernel: threads per block
+constexpr int kCopyUnroll = 4;             // SM copy kernel: 16-byte words in flight per thread
+constexpr double kSplitShares[] = {0.25, 0.5};  // "split": the copy engines' share of each piece
 
 // The reduction's inputs: n pieces of `words` 16-byte words each, summed as float32 into out.
 struct ReduceArgs {
@@ -61,6 +71,34 @@ __global__ void reduceKernel(ReduceArgs a) {
     }
     a.out[i] = acc;
   }
+}
+
+// The SM copy kernel's jobs: `words` 16-byte words from src to dst each. The blocks are dealt
+// out to the jobs in turn, so every job (and so every peer) is served at once.
+struct CopyJob {
+  const uint4* src;
+  uint4* dst;
+  uint64_t words;
+};
+struct CopyArgs {
+  CopyJob job[2 * kMaxRanks];
+  int jobs;
+};
+
+__global__ void smCopyKernel(CopyArgs a) {
+  const int j = blockIdx.x % a.jobs;
+  const uint64_t blocks = (gridDim.x - j + a.jobs - 1) / a.jobs;  // blocks serving job j
+  const uint64_t stride = blocks * blockDim.x;
+  const CopyJob c = a.job[j];
+  uint64_t i = (blockIdx.x / a.jobs) * blockDim.x + threadIdx.x;
+  for (; i + (kCopyUnroll - 1) * stride < c.words; i += kCopyUnroll * stride) {
+    uint4 v[kCopyUnroll];
+#pragma unroll
+    for (int k = 0; k < kCopyUnroll; ++k) v[k] = c.src[i + k * stride];
+#pragma unroll
+    for (int k = 0; k < kCopyUnroll; ++k) c.dst[i + k * stride] = v[k];
+  }
+  for (; i < c.words; i += stride) c.dst[i] = c.src[i];
 }
 
 // One device buffer of this rank, and the same buffer of every peer mapped here.
@@ -101,18 +139,40 @@ struct Bench {
   // Where rank `from` lands in rank `to`'s scratch: the peers in rank order, `to` itself left out.
   uint64_t slot(int from, int to) const { return uint64_t(from < to ? from : from - 1) * piece; }
 
-  // Queues this rank's 2(n-1) copies: on `streams[i % streams.size()]` for the i-th peer.
-  void queueCopies(const std::vector<cudaStream_t>& streams) {
+  // Queues bytes [from, from + len) of each of this rank's 2(n-1) pieces as copies: on
+  // `streams[i % streams.size()]` for the i-th peer.
+  void queueCopies(const std::vector<cudaStream_t>& streams, uint64_t from, uint64_t len) {
     for (int i = 0; i < n - 1; ++i) {
       const int p = peer(i);
       cudaStream_t s = streams[i % streams.size()];
-      checkCuda(cudaMemcpyAsync(scratch->byRank[p] + slot(g_rank, p), send->mine + p * piece, piece,
+      checkCuda(cudaMemcpyAsync(scratch->byRank[p] + slot(g_rank, p) + from, send->mine + p * piece + from, len,
                                 cudaMemcpyDeviceToDevice, s),
                 "scatter copy");
-      checkCuda(cudaMemcpyAsync(out->byRank[p] + g_rank * piece, out->mine + g_rank * piece, piece,
+      checkCuda(cudaMemcpyAsync(out->byRank[p] + g_rank * piece + from, out->mine + g_rank * piece + from, len,
                                 cudaMemcpyDeviceToDevice, s),
                 "gather copy");
     }
+  }
+  void queueCopies(const std::vector<cudaStream_t>& streams) { queueCopies(streams, 0, piece); }
+
+  // The copies in kWaves waves on stream s: in each wave, a wave's share of every piece.
+  void queueCopyWaves(cudaStream_t s) {
+    const uint64_t wave = piece / kWaves / kPieceAlign * kPieceAlign;
+    for (uint64_t from = 0; from < piece; from += wave) queueCopies({s}, from, std::min(wave, piece - from));
+  }
+
+  // Queues bytes [from, piece) of each of the 2(n-1) pieces as SM stores into the peers, on s.
+  void queueSmCopies(cudaStream_t s, uint64_t from) {
+    CopyArgs a{};
+    for (int i = 0; i < n - 1; ++i) {
+      const int p = peer(i);
+      a.job[a.jobs++] = {reinterpret_cast<const uint4*>(send->mine + p * piece + from),
+                         reinterpret_cast<uint4*>(scratch->byRank[p] + slot(g_rank, p) + from), (piece - from) / 16};
+      a.job[a.jobs++] = {reinterpret_cast<const uint4*>(out->mine + g_rank * piece + from),
+                         reinterpret_cast<uint4*>(out->byRank[p] + g_rank * piece + from), (piece - from) / 16};
+    }
+    smCopyKernel<<<reduceBlocks, kCopyThreads, 0, s>>>(a);
+    checkCuda(cudaGetLastError(), "SM copy launch");
   }
 
   void queueReduce(cudaStream_t s) {
@@ -204,6 +264,17 @@ int main(int argc, char** argv) {
     b.queueCopies(b.peerStreams);
     b.queueReduce(b.reduceStream);
   }));
+  b.report("copies in waves, one stream", b.time(one, [&] { b.queueCopyWaves(one[0]); }));
+  b.report("SM stores, every peer at once", b.time(reduceOnly, [&] { b.queueSmCopies(b.reduceStream, 0); }));
+  for (double share : kSplitShares) {
+    const uint64_t ce = uint64_t(double(b.piece) * share) / kPieceAlign * kPieceAlign;
+    char what[64];
+    std::snprintf(what, sizeof(what), "split: %.0f %% copies, rest SM stores", share * 100);
+    b.report(what, b.time(all, [&] {
+      b.queueCopies(b.peerStreams, 0, ce);
+      b.queueSmCopies(b.reduceStream, ce);
+    }));
+  }
   if (g_rank == 0) {
     std::printf("busbw bound: the bus bandwidth of an AllReduce that took this long (for comparison, 1.05x NCCL's\n"
                 "1 GiB AllReduce on 4 x H200 is 372 GB/s)\n");
