@@ -80,7 +80,8 @@ func scratchLayout(nRanks int) layout {
 // New builds this rank's Comm over comm on GPU device (a CUDA device ordinal). Collective: every
 // rank of comm calls it, each with its own GPU; it returns once every peer's side is ready or
 // ctx ends. It uses comm's connection tag 0 and semaphore tags [0, maxBlocks] with every peer,
-// and starts a proxy goroutine (on its own OS thread) for the port channels, stopped by Close.
+// and, once Register first binds a buffer to the port channels, a proxy goroutine (on its own OS
+// thread) for them, stopped by Close.
 func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err error) {
 	if comm == nil {
 		return nil, fmt.Errorf("new collective communicator: nil communicator: %w", errs.ErrInvalidArgument)

@@ -53,7 +53,8 @@ func portRows(nPeers int) int {
 }
 
 // connectPorts builds the semaphores and the proxy FIFO with unbound gather and scatter channels
-// per (row, peer), starts the proxy and uploads the device handles. conns are the connections to
+// per (row, peer) and uploads the device handles; the proxy starts when Register first binds a
+// registration. conns are the connections to
 // the peers and scratch their scratch buffers (mapped here), by peer index.
 func (c *Comm) connectPorts(ctx context.Context, peers []int, conns []*core.Connection, scratch []span) error {
 	pt := &ports{peers: peers, scratch: scratch, rank: c.rank, rows: portRows(len(peers))}
@@ -79,10 +80,10 @@ func (c *Comm) connectPorts(ctx context.Context, peers []int, conns []*core.Conn
 			unbound = append(unbound, pt.conn(k, p, 0, 0, 0, 0))
 		}
 	}
+	// The proxy starts at the first bind (rebind): until a registration has port channels, no
+	// kernel queues a request, and a communicator that never registers a buffer keeps no proxy
+	// thread polling.
 	if err := pt.fifo.AddConns(unbound...); err != nil {
-		return fmt.Errorf("port channels: %w", err)
-	}
-	if err := pt.fifo.Start(); err != nil {
 		return fmt.Errorf("port channels: %w", err)
 	}
 	handles := make([]channels.PortChannelDeviceHandle, 0, 2*pt.rows*len(peers))
@@ -155,7 +156,7 @@ func (pt *ports) unbind(r *Registration) error {
 }
 
 // rebind replaces the connections of registration index's channels, gather row index and
-// scatter row rows + index, with conn(row, p) while the proxy is stopped.
+// scatter row rows + index, with conn(row, p) while the proxy is stopped, then (re)starts it.
 func (pt *ports) rebind(index int, conn func(k, p int) proxy.Conn) error {
 	if err := pt.fifo.Stop(); err != nil {
 		return fmt.Errorf("stop the port proxy: %w", err)
