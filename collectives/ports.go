@@ -25,7 +25,8 @@ import (
 // refused by the proxy, and the waiting peer traps at its spin bound); Close unbinds it.
 const (
 	// portFifoSize is the proxy FIFO's size: a call pushes a request per (block, peer) and a
-	// signal per peer; when the FIFO is full, the GPU waits for the proxy to make room.
+	// signal per peer (the port AllReduce: two requests per wave and peer); when the FIFO is
+	// full, the GPU waits for the proxy to make room.
 	portFifoSize = 512
 	// portSemaphoreTag is the semaphore tag of the port channels (the memory channels use tags
 	// [0, maxBlocks)).
@@ -54,8 +55,8 @@ func portRows(nPeers int) int {
 
 // connectPorts builds the semaphores and the proxy FIFO with unbound gather and scatter channels
 // per (row, peer) and uploads the device handles; the proxy starts when Register first binds a
-// registration. conns are the connections to
-// the peers and scratch their scratch buffers (mapped here), by peer index.
+// registration. conns are the connections to the peers and scratch their scratch buffers
+// (mapped here), by peer index.
 func (c *Comm) connectPorts(ctx context.Context, peers []int, conns []*core.Connection, scratch []span) error {
 	pt := &ports{peers: peers, scratch: scratch, rank: c.rank, rows: portRows(len(peers))}
 	c.ports = pt
