@@ -19,6 +19,7 @@ import (
 
 	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
 
 //go:embed testdata/ping_pong.ptx
@@ -29,19 +30,6 @@ const (
 	pingPongSpinCycles = 2_000_000 // about 1 ms on an H100/H200
 	pingPongDeadline   = 30 * time.Second
 )
-
-// requireGPUs skips the test unless the machine has at least n GPUs.
-func requireGPUs(t *testing.T, n int) {
-	t.Helper()
-	count, err := cuda.DeviceCount()
-	if errors.Is(err, cuda.ErrNoDevice) || errors.Is(err, cuda.ErrDriverNotFound) {
-		t.Skipf("no GPU: %v", err)
-	}
-	require.NoError(t, err)
-	if count < n {
-		t.Skipf("%d GPU(s), the test needs %d", count, n)
-	}
-}
 
 // gpuRunner launches one kernel on one GPU, with the GPU's primary context pushed around each call.
 type gpuRunner struct {
@@ -87,7 +75,7 @@ func newGPURunner(t *testing.T, dev int, kernel string) *gpuRunner {
 func bytesOf[T any](v *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v)) }
 
 func TestPingPongGPU(t *testing.T) {
-	requireGPUs(t, 2)
+	testutil.RequireGPUs(t, 2)
 	ctx := core.NewContext()
 	t.Cleanup(func() { assert.NoError(t, ctx.Close()) })
 

@@ -1,8 +1,6 @@
 package core
 
 import (
-	"bytes"
-	"errors"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -13,16 +11,13 @@ import (
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/internal/config"
+	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
 
 // TestCopyEngineTrace: with MSCCLPP_PROXY_TRACE=1 the engine logs each copy of its first flush,
 // with its size, and nothing at the second. Needs a GPU.
 func TestCopyEngineTrace(t *testing.T) {
-	n, err := cuda.DeviceCount()
-	if errors.Is(err, cuda.ErrDriverNotFound) || errors.Is(err, cuda.ErrNoDevice) || err == nil && n == 0 {
-		t.Skipf("needs a GPU: %v", err)
-	}
-	require.NoError(t, err)
+	testutil.RequireGPUs(t, 1)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	dev, err := cuda.GetDevice(0)
@@ -38,8 +33,8 @@ func TestCopyEngineTrace(t *testing.T) {
 	buf, err := cuda.MemAlloc(2*size + 8)
 	require.NoError(t, err)
 	defer cuda.MemFree(buf)
-	var logs bytes.Buffer
-	e, err := newCopyEngine(buf+2*size, slog.New(slog.NewTextHandler(&logs, nil)))
+	var logs testutil.LogBuffer
+	e, err := newCopyEngine(buf+2*size, logs.Logger(slog.LevelInfo))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, e.close()) }()
 
