@@ -74,39 +74,14 @@ func TestChooseAllReduce(t *testing.T) {
 	}
 }
 
-// TestChooseAllReducePort: rsag_port only when forced and the receive buffer's registration has
-// port channels; auto never picks it (measured no faster than rsag_direct but at 1 GiB on 2 GPUs).
-func TestChooseAllReducePort(t *testing.T) {
-	ports := registered{zeroCopy: true, copyEngine: true}
-	tests := []struct {
-		bytes  uint64
-		nRanks int
-		reg    registered
-		forced string
-		algo   string
-		blocks int
-	}{
-		{4, 2, ports, AlgoRSAGPort, AlgoRSAGPort, 2},
-		{1 << 20, 4, ports, AlgoRSAGPort, AlgoRSAGPort, 8 + 1},     // 256 KiB per rank: 8 reducing blocks
-		{1 << 30, 4, ports, AlgoRSAGPort, AlgoRSAGPort, maxBlocks}, // 127 reducing blocks
-		{1 << 30, 4, registered{zeroCopy: true}, AlgoRSAGPort, AlgoRSAGDirect, maxBlocks},
-		{1 << 30, 4, ports, AlgoAuto, AlgoRSAGDirect, maxBlocks},
-	}
-	for _, tt := range tests {
-		p := chooseAllReduce(tt.bytes, Float32, tt.nRanks, maxBlocks, tt.reg, tt.forced)
-		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
-		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
-		assert.Equal(t, rsagThreads, p.threads, "%+v", tt)
-		assert.True(t, p.zeroCopy(), "%+v", tt)
-	}
-}
-
-// TestChooseAllReduceCopyEngines: the port AllReduce only when forced and both the send and the
-// receive buffer's registrations have port channels; at most tunedBlocks reducing blocks and one
-// issuing block.
+// TestChooseAllReduceCopyEngines: the copy-engine AllReduce kernels run only when forced and their
+// registrations allow them, rsag_port when the receive buffer's registration has port channels,
+// port when the send buffer's has them too; auto picks neither (rsag_port measured no faster than
+// rsag_direct but at 1 GiB on 2 GPUs, port slower). Each has reducing blocks and one issuing
+// block.
 func TestChooseAllReduceCopyEngines(t *testing.T) {
-	both := registered{zeroCopy: true, copyEngine: true, sendCopyEngine: true}
 	recvOnly := registered{zeroCopy: true, copyEngine: true}
+	both := registered{zeroCopy: true, copyEngine: true, sendCopyEngine: true}
 	tests := []struct {
 		bytes  uint64
 		nRanks int
@@ -115,6 +90,11 @@ func TestChooseAllReduceCopyEngines(t *testing.T) {
 		algo   string
 		blocks int
 	}{
+		{4, 2, recvOnly, AlgoRSAGPort, AlgoRSAGPort, 2},
+		{1 << 20, 4, recvOnly, AlgoRSAGPort, AlgoRSAGPort, 8 + 1},     // 256 KiB per rank: 8 reducing blocks
+		{1 << 30, 4, recvOnly, AlgoRSAGPort, AlgoRSAGPort, maxBlocks}, // 127 reducing blocks
+		{1 << 30, 4, registered{zeroCopy: true}, AlgoRSAGPort, AlgoRSAGDirect, maxBlocks},
+		{1 << 30, 4, recvOnly, AlgoAuto, AlgoRSAGDirect, maxBlocks},
 		{4, 2, both, AlgoPort, AlgoPort, 2},
 		{1 << 20, 4, both, AlgoPort, AlgoPort, 8 + 1}, // 256 KiB per rank: 8 reducing blocks
 		{1 << 30, 4, both, AlgoPort, AlgoPort, tunedBlocks + 1},
@@ -126,6 +106,7 @@ func TestChooseAllReduceCopyEngines(t *testing.T) {
 		p := chooseAllReduce(tt.bytes, Float32, tt.nRanks, maxBlocks, tt.reg, tt.forced)
 		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
 		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
+		assert.Equal(t, rsagThreads, p.threads, "%+v", tt)
 		assert.Equal(t, allReduceKernel(tt.algo, Float32), p.kernel, "%+v", tt)
 		assert.Equal(t, tt.algo != AlgoRSAG, p.zeroCopy(), "%+v", tt)
 	}
