@@ -30,12 +30,9 @@ const (
 const (
 	// maxBlocks is the largest grid: the per-block state, semaphores, channels and scratch slots
 	// are sized by it. A call's grid is also at most the ranks' smallest SM count (Comm.maxGrid):
-	// the blocks of a call wait on each other, so they must all be resident at once.
-	maxBlocks = 128
-	// tunedBlocks caps the grids of the kernels whose shapes were measured with at most 64 blocks
-	// (the packet kernels, the one-shot direct AllReduce, every AllGather kernel); the rsag
-	// AllReduce kernels take up to maxBlocks (docs/PERFORMANCE.md, "128 blocks").
-	tunedBlocks     = 64
+	// the blocks of a call wait on each other, so they must all be resident at once. Every kernel
+	// takes up to maxBlocks (docs/PERFORMANCE.md, "128 blocks").
+	maxBlocks       = 128
 	packetThreads   = 512         // coll::kPacketThreads
 	rsagThreads     = 512         // coll::kRsagThreads
 	putThreads      = 1024        // coll::kPutThreads
@@ -162,7 +159,6 @@ func chooseAllReduce(bytes uint64, dt DataType, nRanks, maxGrid int, reg registe
 	}
 	kernel := allReduceKernel(algo, dt)
 	share := bytes / uint64(nRanks)
-	tuned := min(maxGrid, tunedBlocks)
 	switch algo {
 	case AlgoRSAG, AlgoRSAGDirect:
 		return plan{algo, kernel, roundBlocks(share, maxGrid), rsagThreads}
@@ -170,12 +166,12 @@ func chooseAllReduce(bytes uint64, dt DataType, nRanks, maxGrid int, reg registe
 		// The reducing blocks and one more that issues the copies.
 		return plan{algo, kernel, roundBlocks(share, maxGrid-1) + 1, rsagThreads}
 	case AlgoPort:
-		// The reducing blocks (local memory only: fewer suffice) and one that issues the copies.
-		return plan{algo, kernel, roundBlocks(share, min(maxGrid-1, tunedBlocks)) + 1, rsagThreads}
+		// The reducing blocks and one that issues the copies.
+		return plan{algo, kernel, roundBlocks(share, maxGrid-1) + 1, rsagThreads}
 	case AlgoDirect:
-		return plan{algo, kernel, roundBlocks(share, tuned), directThreads}
+		return plan{algo, kernel, roundBlocks(share, maxGrid), directThreads}
 	}
-	return plan{algo, kernel, packetBlocks(bytes, tuned), packetThreads}
+	return plan{algo, kernel, packetBlocks(bytes, maxGrid), packetThreads}
 }
 
 // allReduceKernel is the entry point of algo for dt.
@@ -203,27 +199,26 @@ func kernelNames() []string {
 // send is this rank's part of it. A forced zero-copy algorithm that the buffers do not allow is
 // auto.
 func chooseAllGather(bytes uint64, nRanks, maxGrid int, reg registered, inPlace bool, forced string) plan {
-	tuned := min(maxGrid, tunedBlocks)
 	if forced == AlgoDirect && !reg.zeroCopy || forced == AlgoPort && !reg.copyEngine {
 		forced = AlgoAuto
 	}
 	switch {
 	case forced == AlgoPacket && bytes <= packetMaxBytes,
 		forced == AlgoAuto && bytes <= allGatherPacketLimit(nRanks):
-		return plan{AlgoPacket, allGatherKernel(AlgoPacket), packetBlocks(bytes, tuned), packetThreads}
+		return plan{AlgoPacket, allGatherKernel(AlgoPacket), packetBlocks(bytes, maxGrid), packetThreads}
 	case forced == AlgoPort, forced == AlgoAuto && reg.copyEngine && inPlace && bytes*uint64(nRanks) >= allGatherPortMinBytes:
 		// A block per copy request: in place, one; out of place, a block per portPartBytes
 		// (each copies its part of the input into this rank's output first, and the copy
 		// engines start on it while the next parts are copied).
 		blocks := 1
 		if !inPlace {
-			blocks = clampBlocks((bytes+portPartBytes-1)/portPartBytes, tuned)
+			blocks = clampBlocks((bytes+portPartBytes-1)/portPartBytes, maxGrid)
 		}
 		return plan{AlgoPort, allGatherKernel(AlgoPort), blocks, putThreads}
 	case forced == AlgoDirect, forced == AlgoAuto && reg.zeroCopy:
-		return plan{AlgoDirect, allGatherKernel(AlgoDirect), roundBlocks(bytes, tuned), putThreads}
+		return plan{AlgoDirect, allGatherKernel(AlgoDirect), roundBlocks(bytes, maxGrid), putThreads}
 	}
-	return plan{AlgoPut, allGatherKernel(AlgoPut), roundBlocks(bytes, tuned), putThreads}
+	return plan{AlgoPut, allGatherKernel(AlgoPut), roundBlocks(bytes, maxGrid), putThreads}
 }
 
 // packetBlocks: one packet per thread until limit blocks, then several per thread.

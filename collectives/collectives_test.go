@@ -28,28 +28,28 @@ func TestChooseAllReduce(t *testing.T) {
 		threads  int
 	}{
 		{4, 2, false, AlgoAuto, AlgoPacket, 1, packetThreads},
-		{512 << 10, 2, false, AlgoAuto, AlgoPacket, tunedBlocks, packetThreads},
+		{512 << 10, 2, false, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
 		{512<<10 + 4, 2, false, AlgoAuto, AlgoRSAG, 9, rsagThreads},
 		{128<<10 + 4, 4, false, AlgoAuto, AlgoPacket2, 33, packetThreads},
-		{1 << 20, 4, false, AlgoAuto, AlgoPacket2, tunedBlocks, packetThreads},
+		{1 << 20, 4, false, AlgoAuto, AlgoPacket2, maxBlocks, packetThreads},
 		{1<<20 + 4, 4, false, AlgoAuto, AlgoRSAG, 9, rsagThreads},
-		{4 << 20, 4, false, AlgoPacket2, AlgoPacket2, tunedBlocks, packetThreads},
+		{4 << 20, 4, false, AlgoPacket2, AlgoPacket2, maxBlocks, packetThreads},
 		{4<<20 + 64, 4, false, AlgoPacket2, AlgoRSAG, 33, rsagThreads}, // a shard beyond a packet slot
 		{2 << 20, 2, false, AlgoAuto, AlgoRSAG, 32, rsagThreads},
 		{1 << 30, 2, false, AlgoAuto, AlgoRSAG, maxBlocks, rsagThreads},
 		{4 << 20, 2, false, AlgoAuto, AlgoRSAG, 64, rsagThreads},
 		{16 << 20, 4, false, AlgoAuto, AlgoRSAG, 128, rsagThreads},
 		{4, 2, false, AlgoRSAG, AlgoRSAG, 1, rsagThreads},
-		{packetMaxBytes, 8, false, AlgoPacket, AlgoPacket, tunedBlocks, packetThreads},
+		{packetMaxBytes, 8, false, AlgoPacket, AlgoPacket, maxBlocks, packetThreads},
 		{packetMaxBytes + 4, 2, false, AlgoPacket, AlgoRSAG, 17, rsagThreads}, // beyond a packet slot
 		// Registered buffers: direct above the one-shot packet limit, or when forced.
-		{512 << 10, 2, true, AlgoAuto, AlgoPacket, tunedBlocks, packetThreads},
+		{512 << 10, 2, true, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
 		{512<<10 + 4, 2, true, AlgoAuto, AlgoDirect, 9, directThreads},
 		{128<<10 + 4, 4, true, AlgoAuto, AlgoPacket2, 33, packetThreads},
 		{256<<10 + 4, 4, true, AlgoAuto, AlgoDirect, 3, directThreads},
 		{4 << 20, 4, true, AlgoAuto, AlgoDirect, 32, directThreads},
 		{4<<20 + 4, 4, true, AlgoAuto, AlgoRSAGDirect, 33, rsagThreads},
-		{8 << 20, 2, true, AlgoAuto, AlgoDirect, tunedBlocks, directThreads},
+		{8 << 20, 2, true, AlgoAuto, AlgoDirect, maxBlocks, directThreads},
 		{8<<20 + 4, 2, true, AlgoAuto, AlgoRSAGDirect, 128, rsagThreads},
 		{1 << 30, 4, true, AlgoAuto, AlgoRSAGDirect, maxBlocks, rsagThreads},
 		{4, 2, true, AlgoRSAGDirect, AlgoRSAGDirect, 1, rsagThreads},
@@ -97,7 +97,7 @@ func TestChooseAllReduceCopyEngines(t *testing.T) {
 		{1 << 30, 4, recvOnly, AlgoAuto, AlgoRSAGDirect, maxBlocks},
 		{4, 2, both, AlgoPort, AlgoPort, 2},
 		{1 << 20, 4, both, AlgoPort, AlgoPort, 8 + 1}, // 256 KiB per rank: 8 reducing blocks
-		{1 << 30, 4, both, AlgoPort, AlgoPort, tunedBlocks + 1},
+		{1 << 30, 4, both, AlgoPort, AlgoPort, maxBlocks},
 		{1 << 30, 4, recvOnly, AlgoPort, AlgoRSAGDirect, maxBlocks},
 		{1 << 30, 4, registered{}, AlgoPort, AlgoRSAG, maxBlocks},
 		{1 << 30, 4, both, AlgoAuto, AlgoRSAGDirect, maxBlocks},
@@ -130,35 +130,35 @@ func TestChooseAllGather(t *testing.T) {
 		blocks  int
 	}{
 		{1, 2, none, false, AlgoAuto, AlgoPacket, 1},
-		{512 << 10, 2, none, false, AlgoAuto, AlgoPacket, tunedBlocks},
+		{512 << 10, 2, none, false, AlgoAuto, AlgoPacket, maxBlocks},
 		{512<<10 + 1, 2, none, false, AlgoAuto, AlgoPut, 17},
-		{256 << 10, 4, none, false, AlgoAuto, AlgoPacket, tunedBlocks},
+		{256 << 10, 4, none, false, AlgoAuto, AlgoPacket, 64}, // a packet per thread: 32768 packets
 		{256<<10 + 1, 4, none, false, AlgoAuto, AlgoPut, 9},
 		{1, 2, none, false, AlgoPut, AlgoPut, 1},
-		{packetMaxBytes, 2, none, false, AlgoPacket, AlgoPacket, tunedBlocks},
+		{packetMaxBytes, 2, none, false, AlgoPacket, AlgoPacket, maxBlocks},
 		{packetMaxBytes + 1, 2, none, false, AlgoPacket, AlgoPut, 33},
-		{512 << 10, 2, direct, false, AlgoAuto, AlgoPacket, tunedBlocks},
+		{512 << 10, 2, direct, false, AlgoAuto, AlgoPacket, maxBlocks},
 		{512<<10 + 1, 2, direct, false, AlgoAuto, AlgoDirect, 17},
 		{256<<10 + 1, 4, direct, false, AlgoAuto, AlgoDirect, 9},
 		{1, 2, direct, false, AlgoDirect, AlgoDirect, 1},
 		{1, 2, none, false, AlgoDirect, AlgoPacket, 1},
-		{1 << 30, 2, none, false, AlgoDirect, AlgoPut, tunedBlocks},
-		{1 << 30, 2, direct, false, AlgoPut, AlgoPut, tunedBlocks},
+		{1 << 30, 2, none, false, AlgoDirect, AlgoPut, maxBlocks},
+		{1 << 30, 2, direct, false, AlgoPut, AlgoPut, maxBlocks},
 		// The copy engine only where the registration has port channels; in place it takes
 		// one block, out of place a block per part of the local copy.
-		{1 << 30, 2, direct, false, AlgoPort, AlgoDirect, tunedBlocks},
-		{1 << 30, 4, none, true, AlgoPort, AlgoPut, tunedBlocks},
+		{1 << 30, 2, direct, false, AlgoPort, AlgoDirect, maxBlocks},
+		{1 << 30, 4, none, true, AlgoPort, AlgoPut, maxBlocks},
 		{1 << 30, 4, port, true, AlgoPort, AlgoPort, 1},
-		{1 << 30, 4, port, false, AlgoPort, AlgoPort, tunedBlocks},
+		{1 << 30, 4, port, false, AlgoPort, AlgoPort, maxBlocks},
 		{16 << 20, 4, port, false, AlgoPort, AlgoPort, 4},
 		{16<<20 + 1, 4, port, false, AlgoPort, AlgoPort, 5},
 		{1, 2, port, false, AlgoPort, AlgoPort, 1},
 		// Auto: the copy engines for large in-place calls only.
 		{128 << 20, 2, port, true, AlgoAuto, AlgoPort, 1},
-		{128<<20 - 16, 2, port, true, AlgoAuto, AlgoDirect, tunedBlocks},
+		{128<<20 - 16, 2, port, true, AlgoAuto, AlgoDirect, maxBlocks},
 		{64 << 20, 4, port, true, AlgoAuto, AlgoPort, 1},
-		{1 << 30, 4, port, false, AlgoAuto, AlgoDirect, tunedBlocks},
-		{1 << 30, 4, direct, true, AlgoAuto, AlgoDirect, tunedBlocks},
+		{1 << 30, 4, port, false, AlgoAuto, AlgoDirect, maxBlocks},
+		{1 << 30, 4, direct, true, AlgoAuto, AlgoDirect, maxBlocks},
 	}
 	for _, tt := range tests {
 		p := chooseAllGather(tt.bytes, tt.nRanks, maxBlocks, tt.reg, tt.inPlace, tt.forced)
@@ -170,7 +170,7 @@ func TestChooseAllGather(t *testing.T) {
 }
 
 // TestChooseWithinMaxGrid: a GPU with fewer SMs than maxBlocks caps every grid at its SM count,
-// the tuned kernels too where it is below tunedBlocks, and rsag_port keeps its issuing block.
+// and rsag_port keeps its issuing block.
 func TestChooseWithinMaxGrid(t *testing.T) {
 	ports := registered{zeroCopy: true, copyEngine: true}
 	tests := []struct {
@@ -183,10 +183,10 @@ func TestChooseWithinMaxGrid(t *testing.T) {
 		{"rsag_direct, 114 SMs", 114, chooseAllReduce(1<<30, Float32, 4, 114, ports, AlgoAuto), 114},
 		{"rsag_port, 114 SMs", 114, chooseAllReduce(1<<30, Float32, 4, 114, ports, AlgoRSAGPort), 114},
 		{"rsag_port, 2 SMs", 2, chooseAllReduce(1<<30, Float32, 4, 2, ports, AlgoRSAGPort), 2},
-		{"packet, 114 SMs", 114, chooseAllReduce(512<<10, Float32, 2, 114, registered{}, AlgoAuto), tunedBlocks},
+		{"packet, 114 SMs", 114, chooseAllReduce(512<<10, Float32, 2, 114, registered{}, AlgoAuto), 114},
 		{"packet, 40 SMs", 40, chooseAllReduce(512<<10, Float32, 2, 40, registered{}, AlgoAuto), 40},
 		{"direct, 40 SMs", 40, chooseAllReduce(8<<20, Float32, 2, 40, ports, AlgoAuto), 40},
-		{"allgather put, 114 SMs", 114, chooseAllGather(1<<30, 4, 114, registered{}, false, AlgoAuto), tunedBlocks},
+		{"allgather put, 114 SMs", 114, chooseAllGather(1<<30, 4, 114, registered{}, false, AlgoAuto), 114},
 		{"allgather put, 40 SMs", 40, chooseAllGather(1<<30, 4, 40, registered{}, false, AlgoAuto), 40},
 		{"allgather port, 40 SMs", 40, chooseAllGather(1<<30, 4, 40, ports, false, AlgoPort), 40},
 	}
