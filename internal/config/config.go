@@ -86,29 +86,27 @@ func parseSeconds(s string) (time.Duration, error) {
 
 func parseString(s string) (string, error) { return strings.TrimSpace(s), nil }
 
-// parseSpins accepts a positive number of polls, or -1 for no bound.
-func parseSpins(s string) (int64, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil {
-		return 0, err
+// parseInt returns a parser of decimal integers that accepts those ok accepts; want says which
+// those are, for the error.
+func parseInt(want string, ok func(int64) bool) func(string) (int64, error) {
+	return func(s string) (int64, error) {
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		if !ok(n) {
+			return 0, fmt.Errorf("want %s, got %d", want, n)
+		}
+		return n, nil
 	}
-	if n <= 0 && n != -1 {
-		return 0, fmt.Errorf("want a positive number of polls, or -1 for no bound, got %d", n)
-	}
-	return n, nil
 }
 
-// parseCount accepts a number of zero or more.
-func parseCount(s string) (int64, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	if n < 0 {
-		return 0, fmt.Errorf("want zero or more, got %d", n)
-	}
-	return n, nil
-}
+var (
+	// parseSpins accepts a positive number of polls, or -1 for no bound.
+	parseSpins = parseInt("a positive number of polls, or -1 for no bound", func(n int64) bool { return n > 0 || n == -1 })
+	// parseCount accepts a number of zero or more.
+	parseCount = parseInt("zero or more", func(n int64) bool { return n >= 0 })
+)
 
 // parseChoice accepts one of choices, in any case.
 func parseChoice(choices ...string) func(string) (string, error) {

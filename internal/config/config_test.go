@@ -86,3 +86,22 @@ func TestCollMaxSpins(t *testing.T) {
 		})
 	}
 }
+
+func TestProxyTrace(t *testing.T) {
+	tests := []struct {
+		env  string
+		want int64
+	}{
+		{"", 0},
+		{"0", 0},
+		{" 2 ", 2},
+		{"-1", 0},  // negative: default
+		{"all", 0}, // malformed: default
+	}
+	for _, tc := range tests {
+		t.Run(tc.env, func(t *testing.T) {
+			setEnv(t, ProxyTrace, tc.env)
+			assert.Equal(t, tc.want, ProxyTrace.Get())
+		})
+	}
+}

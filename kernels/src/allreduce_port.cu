@@ -27,8 +27,8 @@
 // done with its scratch from earlier calls, and where its receive buffer is) comes first.
 // In place is safe: a peer's Gw into this rank's receive buffer covers a range of the peer's
 // shard that this rank scattered in Sw, which landed before the peer could reduce wave w.
-#include "common.cuh"
 #include "reduce.cuh"
+#include "waves.cuh"
 
 namespace coll {
 
@@ -111,21 +111,8 @@ __device__ __forceinline__ void reducePortWaves(const Args& a, const PortWaves& 
       reduceToAll<T, Op, 1>(src, a.nRanks, dst, 1, n, threadIdx.x, blockDim.x);
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence_system();  // the block's reduced part is visible to the copy engines
-      atomicExch(&a.state->waves[block], w + 1);
-    }
+    if (threadIdx.x == 0) countWaves(a, block, w + 1);
   }
-}
-
-// The fewest waves every reducing block has counted.
-__device__ __forceinline__ uint32_t reducedWaves(const Args& a, uint32_t nReducers) {
-  uint32_t least = 0xffffffffu;
-  for (uint32_t b = 0; b < nReducers; ++b) {
-    const uint32_t w = *reinterpret_cast<const volatile uint32_t*>(&a.state->waves[b]);
-    least = w < least ? w : least;
-  }
-  return least;
 }
 
 // The issuing block: every peer's sequence of requests, driven by thread 0.
@@ -183,7 +170,7 @@ __device__ __forceinline__ void issuePortWaves(const Args& a, const PortWaves& v
         published = landed;
       }
       if (done) break;
-      const uint32_t r = reducedWaves(a, nReducers);
+      const uint32_t r = leastWaves(a, nReducers);
       if (r > reduced) {
         __threadfence_system();  // the reduced waves are read by the copy engines after the counters
         reduced = r;
@@ -193,24 +180,17 @@ __device__ __forceinline__ void issuePortWaves(const Args& a, const PortWaves& v
       mscclppSpinCheck(spins, a.maxSpins);
     }
     toRecv[0].flush(a.maxSpins);  // one FIFO serves every port channel: this rank's copies are done
-    // Every reducing block counted every wave (seen above) and counts no more in this call.
-    for (uint32_t b = 0; b < nReducers; ++b) a.state->waves[b] = 0;
-    a.state->landed = 0;
+    a.state->landed = 0;          // no reducing block reads it again in this call
   }
   __syncthreads();
+  clearWaves(a, nReducers);  // every reducing block counted every wave (seen above)
 }
 
 template <typename T, uint32_t Op>
 __device__ __forceinline__ void allreducePort(const Args& a) {
-  __shared__ PortWaves v;
-  if (threadIdx.x == 0) v = planPortWaves<T>(a);
-  __syncthreads();
-  if (blockIdx.x + 1 < gridDim.x) {
-    reducePortWaves<T, Op>(a, v);
-  } else {
-    issuePortWaves<T>(a, v);
-  }
-  finishCall(a.state);
+  runWaves<PortWaves>(
+      a, [&] { return planPortWaves<T>(a); }, [&](const PortWaves& v) { reducePortWaves<T, Op>(a, v); },
+      [&](const PortWaves& v) { issuePortWaves<T>(a, v); });
 }
 
 }  // namespace coll

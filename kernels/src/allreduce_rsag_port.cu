@@ -21,6 +21,7 @@
 // shard that the peer reduced, after this rank scattered its input of that wave (the round's
 // signals).
 #include "rsag.cuh"
+#include "waves.cuh"
 
 namespace coll {
 
@@ -76,23 +77,11 @@ __device__ __forceinline__ void reduceWaves(const Args& a, const Waves& v) {
   for (uint64_t w = 0; w < v.copied(); ++w) {
     reduceChunk<T, Op>(a, v, w, round, peerRecv, 0);
     __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence_system();  // the block's reduced chunk is visible to the copy engines
-      atomicExch(&a.state->waves[block], uint32_t(w + 1));
-    }
+    if (threadIdx.x == 0) countWaves(a, block, uint32_t(w + 1));
   }
   reduceChunk<T, Op>(a, v, v.copied(), round, peerRecv, a.nRanks - 1);
   exchangeSignals(a, block);  // every peer's writes of the last wave have landed here
   if (threadIdx.x == 0) a.state->rounds[block] = round;
-}
-
-// Waits until each of the first nReducers blocks has counted wave `waves` (1-based).
-__device__ __forceinline__ void waitWave(const Args& a, uint32_t nReducers, uint32_t waves) {
-  for (uint32_t b = 0; b < nReducers; ++b) {
-    const volatile uint32_t* counted = &a.state->waves[b];
-    for (int64_t spins = 1; *counted < waves; ++spins) mscclppSpinCheck(spins, a.maxSpins);
-  }
-  __threadfence_system();  // the chunks the counters announce are read after the counters
 }
 
 // The issuing block: a copy request per copied wave and peer, then the end of the call's copies.
@@ -108,7 +97,7 @@ __device__ __forceinline__ void gatherWaves(const Args& a, const Waves& v) {
   mscclppPortChannelDeviceHandle* ports = a.ports + k * nPeers;
   if (threadIdx.x == 0) {
     for (uint64_t w = 0; w < v.copied(); ++w) {
-      waitWave(a, nReducers, uint32_t(w + 1));
+      waitWaves(a, nReducers, uint32_t(w + 1));
       const uint64_t shardOff = w * v.wave;
       const uint64_t begin = a.rank * v.shard + shardOff;
       const uint64_t n = clampLen(begin, clampLen(shardOff, v.wave, v.shard), a.count) * sizeof(T);
@@ -121,22 +110,14 @@ __device__ __forceinline__ void gatherWaves(const Args& a, const Waves& v) {
   }
   __syncthreads();
   finishPortCopies(a, ports);
-  // Every reducing block counted every copied wave (seen above) and counts no more in this call.
-  for (uint32_t b = threadIdx.x; b < nReducers; b += blockDim.x) a.state->waves[b] = 0;
+  clearWaves(a, nReducers);  // every reducing block counted every copied wave (seen above)
 }
 
 template <typename T, uint32_t Op>
 __device__ __forceinline__ void allreduceRsagPort(const Args& a) {
-  // In shared memory: the reduction loops need every register they can get.
-  __shared__ Waves v;
-  if (threadIdx.x == 0) v = planWaves<T>(a, gridDim.x - 1);
-  __syncthreads();
-  if (blockIdx.x + 1 < gridDim.x) {
-    reduceWaves<T, Op>(a, v);
-  } else {
-    gatherWaves<T>(a, v);
-  }
-  finishCall(a.state);
+  runWaves<Waves>(
+      a, [&] { return planWaves<T>(a, gridDim.x - 1); }, [&](const Waves& v) { reduceWaves<T, Op>(a, v); },
+      [&](const Waves& v) { gatherWaves<T>(a, v); });
 }
 
 }  // namespace coll
