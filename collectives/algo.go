@@ -162,11 +162,8 @@ func chooseAllReduce(bytes uint64, dt DataType, nRanks, maxGrid int, reg registe
 	switch algo {
 	case AlgoRSAG, AlgoRSAGDirect:
 		return plan{algo, kernel, roundBlocks(share, maxGrid), rsagThreads}
-	case AlgoRSAGPort:
-		// The reducing blocks and one more that issues the copies.
-		return plan{algo, kernel, roundBlocks(share, maxGrid-1) + 1, rsagThreads}
-	case AlgoPort:
-		// The reducing blocks and one that issues the copies.
+	case AlgoRSAGPort, AlgoPort:
+		// The reducing blocks and one more that issues the copies (kernels/src/waves.cuh).
 		return plan{algo, kernel, roundBlocks(share, maxGrid-1) + 1, rsagThreads}
 	case AlgoDirect:
 		return plan{algo, kernel, roundBlocks(share, maxGrid), directThreads}

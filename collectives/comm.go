@@ -156,7 +156,7 @@ func agreeMaxGrid(ctx context.Context, b allGatherer, sms int) (int, error) {
 	for r := range b.Size() {
 		grid = min(grid, int(binary.LittleEndian.Uint32(all[word*r:])))
 	}
-	return max(grid, 2), nil // rsag_port needs a reducing block and an issuing one
+	return max(grid, 2), nil // rsag_port and port need a reducing block and an issuing one
 }
 
 // Rank and NRanks are this rank and the number of ranks.
