@@ -18,6 +18,11 @@
 
 namespace coll {
 
+// Ranks whose words the reduction loads at once. 4 rather than kUnrollRanks: the smaller kernel
+// ran 2-rank AllReduces of 1-4 MiB 0.4-0.9 us faster on 2 x H200 (docs/PERFORMANCE.md); with
+// more than 4 ranks the rest are loaded one at a time.
+constexpr uint32_t kRsagBatch = 4;
+
 // Direct: the receive buffers are registered: step 3 writes the reduced piece straight into
 // every peer's receive buffer (found by the descriptor handshake first), so steps 4 and 5 drop
 // out and one signal exchange after the last round says that every peer's writes have landed.
@@ -45,12 +50,12 @@ __device__ __forceinline__ void allreduceRsag(const Args& a) {
     exchangeSignals(a, block);
     const uint64_t mine = a.rank * shard + off;
     if (Direct) {
-      reduceAndBroadcast<T, Op>(a, bank, block, mine, clampLen(mine, n, count),
+      reduceAndBroadcast<T, Op, kRsagBatch>(a, bank, block, mine, clampLen(mine, n, count),
                                 [&](uint32_t p) { return reinterpret_cast<T*>(peerRecv[p]) + mine; }, nPeers);
       continue;
     }
     const uint64_t gatherSlot = dataSlotOffset(a, bank, kGatherSlots, a.rank, block);
-    reduceAndBroadcast<T, Op>(a, bank, block, mine, clampLen(mine, n, count), [&](uint32_t p) {
+    reduceAndBroadcast<T, Op, kRsagBatch>(a, bank, block, mine, clampLen(mine, n, count), [&](uint32_t p) {
       return reinterpret_cast<T*>(static_cast<char*>(channel(a, block, p).dst) + gatherSlot);
     }, nPeers);
     exchangeSignals(a, block);

@@ -9,14 +9,15 @@
 namespace coll {
 
 // Reduces the 16-byte word v (and the Unroll - 1 words numThreads apart after it) of every
-// source in rank order and stores each result to every destination. Every source's words are
-// loaded before any is reduced, so the loads (across the links, or from the scratch) overlap.
-template <typename T, uint32_t Op, uint32_t Unroll, typename SrcFn, typename DstFn>
+// source in rank order and stores each result to every destination. The words of the first Batch
+// sources are loaded before any is reduced, so those loads (across the links, or from the
+// scratch) overlap; sources past Batch are loaded one at a time.
+template <typename T, uint32_t Op, uint32_t Unroll, uint32_t Batch, typename SrcFn, typename DstFn>
 __device__ __forceinline__ void reduceWords(SrcFn src, uint32_t nSrc, DstFn dst, uint32_t nDst, uint64_t v,
                                             uint32_t numThreads) {
-  uint4 x[kUnrollRanks][Unroll];
+  uint4 x[Batch][Unroll];
 #pragma unroll
-  for (uint32_t r = 0; r < kUnrollRanks; ++r) {
+  for (uint32_t r = 0; r < Batch; ++r) {
     if (r < nSrc) {
 #pragma unroll
       for (uint32_t u = 0; u < Unroll; ++u) x[r][u] = reinterpret_cast<const uint4*>(src(r))[v + u * numThreads];
@@ -26,10 +27,10 @@ __device__ __forceinline__ void reduceWords(SrcFn src, uint32_t nSrc, DstFn dst,
   for (uint32_t u = 0; u < Unroll; ++u) {
     uint4 acc = x[0][u];
 #pragma unroll
-    for (uint32_t r = 1; r < kUnrollRanks; ++r) {
+    for (uint32_t r = 1; r < Batch; ++r) {
       if (r < nSrc) acc = applyWord<T, Op>(acc, x[r][u]);
     }
-    for (uint32_t r = kUnrollRanks; r < nSrc; ++r) {
+    for (uint32_t r = Batch; r < nSrc; ++r) {
       acc = applyWord<T, Op>(acc, reinterpret_cast<const uint4*>(src(r))[v + u * numThreads]);
     }
     for (uint32_t i = 0; i < nDst; ++i) reinterpret_cast<uint4*>(dst(i))[v + u * numThreads] = acc;
@@ -40,7 +41,8 @@ __device__ __forceinline__ void reduceWords(SrcFn src, uint32_t nSrc, DstFn dst,
 // src(nSrc - 1)[e] (in that order, so every rank computes the same bits) and is stored at
 // dst(0)[e] .. dst(nDst - 1)[e], over numThreads threads. When every source and destination is
 // 16-byte aligned, each thread reduces Unroll 16-byte words per step; the rest element by element.
-template <typename T, uint32_t Op, uint32_t Unroll, typename SrcFn, typename DstFn>
+// Batch: how many sources' words are loaded at once (see reduceWords).
+template <typename T, uint32_t Op, uint32_t Unroll, uint32_t Batch = kUnrollRanks, typename SrcFn, typename DstFn>
 __device__ __forceinline__ void reduceToAll(SrcFn src, uint32_t nSrc, DstFn dst, uint32_t nDst, uint64_t len,
                                             uint32_t threadId, uint32_t numThreads) {
   constexpr uint64_t kVec = sizeof(uint4) / sizeof(T);
@@ -52,10 +54,10 @@ __device__ __forceinline__ void reduceToAll(SrcFn src, uint32_t nSrc, DstFn dst,
     const uint64_t vecs = len / kVec;
     uint64_t v = threadId;
     for (; v + (Unroll - 1) * numThreads < vecs; v += uint64_t(numThreads) * Unroll) {
-      reduceWords<T, Op, Unroll>(src, nSrc, dst, nDst, v, numThreads);
+      reduceWords<T, Op, Unroll, Batch>(src, nSrc, dst, nDst, v, numThreads);
     }
     if constexpr (Unroll > 1) {
-      for (; v < vecs; v += numThreads) reduceWords<T, Op, 1>(src, nSrc, dst, nDst, v, numThreads);
+      for (; v < vecs; v += numThreads) reduceWords<T, Op, 1, Batch>(src, nSrc, dst, nDst, v, numThreads);
     }
     done = vecs * kVec;
   }

@@ -29,7 +29,8 @@ __device__ __forceinline__ void scatterPieces(const Args& a, uint32_t bank, uint
 // input and the peers' reduce slots of `bank`, in rank order; stores the result in the output
 // and at peerOut(p) for the first nPeerOut peers around the ring (where element `begin` goes on
 // that peer: its gather slot for this rank, or its receive buffer; none when nPeerOut is 0).
-template <typename T, uint32_t Op, typename PeerOut>
+// Batch: how many ranks' words are loaded at once (reduceWords).
+template <typename T, uint32_t Op, uint32_t Batch = kUnrollRanks, typename PeerOut>
 __device__ __forceinline__ void reduceAndBroadcast(const Args& a, uint32_t bank, uint32_t block, uint64_t begin,
                                                    uint64_t len, PeerOut peerOut, uint32_t nPeerOut) {
   const T* in = static_cast<const T*>(a.send) + begin;
@@ -38,7 +39,7 @@ __device__ __forceinline__ void reduceAndBroadcast(const Args& a, uint32_t bank,
     return r == a.rank ? in : reinterpret_cast<const T*>(a.scratch + dataSlotOffset(a, bank, kReduceSlots, r, block));
   };
   auto dst = [&](uint32_t i) -> T* { return i == 0 ? out : peerOut(rotatedPeer(a, i - 1)); };
-  reduceToAll<T, Op, 1>(src, a.nRanks, dst, 1 + nPeerOut, len, threadIdx.x, blockDim.x);
+  reduceToAll<T, Op, 1, Batch>(src, a.nRanks, dst, 1 + nPeerOut, len, threadIdx.x, blockDim.x);
 }
 
 }  // namespace coll

@@ -12,7 +12,11 @@
 //            overlap them (on different waves; here on the same buffers: timing only, the data
 //            is not checked);
 //   waves    the copies cut into kWaves waves, one stream, peer after peer in every wave (the
-//            request pattern of the port AllReduce: does switching destinations cost?);
+//            request pattern of the port AllReduce: does switching destinations cost?), then
+//            the same waves with a stream per peer (do copies of different streams overlap?);
+//   ring     the same number of bytes, all to the next rank around the ring (what a ring
+//            AllReduce sends), so every GPU has exactly one sender whatever the ranks' drift:
+//            as copies (whole pieces, then cut into kRingCuts copies each) and as SM stores;
 //   SM       the same 2(n-1) pieces moved by SM stores into the peers' memory instead, every
 //            peer at once (what the SM AllReduce kernels are capped by);
 //   split    a share of every piece on the copy engines (a stream per peer) and the rest by SM
@@ -49,6 +53,7 @@ constexpr int kReduceBlocksPerSM = 1;
 constexpr int kReduceThreads = 512;
 constexpr double kBytesPerGB = 1e9;
 constexpr int kWaves = 4;                  // "waves": the port AllReduce's fewest waves
+constexpr int kRingCuts = 8;               // "ring": copies per piece in the cut variant
 constexpr int kCopyThreads = 1024;         // SM copy kernel: threads per block
 constexpr int kCopyUnroll = 4;             // SM copy kernel: 16-byte words in flight per thread
 constexpr double kSplitShares[] = {0.25, 0.5};  // "split": the copy engines' share of each piece
@@ -155,10 +160,49 @@ struct Bench {
   }
   void queueCopies(const std::vector<cudaStream_t>& streams) { queueCopies(streams, 0, piece); }
 
-  // The copies in kWaves waves on stream s: in each wave, a wave's share of every piece.
-  void queueCopyWaves(cudaStream_t s) {
+  // The copies in kWaves waves (in each wave, a wave's share of every piece), the i-th peer's on
+  // streams[i % streams.size()].
+  void queueCopyWaves(const std::vector<cudaStream_t>& streams) {
     const uint64_t wave = piece / kWaves / kPieceAlign * kPieceAlign;
-    for (uint64_t from = 0; from < piece; from += wave) queueCopies({s}, from, std::min(wave, piece - from));
+    for (uint64_t from = 0; from < piece; from += wave) queueCopies(streams, from, std::min(wave, piece - from));
+  }
+
+  // The ring pattern's jobs: 2(n-1) pieces, all to the next rank: n-1 into its scratch and n-1
+  // into the slots of its output other than its own. Timing only: the data is not meaningful.
+  struct RingPiece {
+    const char* src;
+    char* dst;
+  };
+  std::vector<RingPiece> ringPieces() const {
+    const int next = (g_rank + 1) % n;
+    std::vector<RingPiece> pieces;
+    for (int i = 0; i < n - 1; ++i) {
+      pieces.push_back({send->mine + i * piece, scratch->byRank[next] + i * piece});
+      const int slotRank = (next + 1 + i) % n;
+      pieces.push_back({out->mine + slotRank * piece, out->byRank[next] + slotRank * piece});
+    }
+    return pieces;
+  }
+
+  // The ring pattern as copies on s, each piece cut into `cuts` copies.
+  void queueRingCopies(cudaStream_t s, int cuts) {
+    const uint64_t cut = piece / cuts / kPieceAlign * kPieceAlign;
+    for (const RingPiece& p : ringPieces()) {
+      for (uint64_t from = 0; from < piece; from += cut) {
+        checkCuda(cudaMemcpyAsync(p.dst + from, p.src + from, std::min(cut, piece - from), cudaMemcpyDeviceToDevice, s),
+                  "ring copy");
+      }
+    }
+  }
+
+  // The ring pattern as SM stores, every piece at once.
+  void queueRingSmCopies(cudaStream_t s) {
+    CopyArgs a{};
+    for (const RingPiece& p : ringPieces()) {
+      a.job[a.jobs++] = {reinterpret_cast<const uint4*>(p.src), reinterpret_cast<uint4*>(p.dst), piece / 16};
+    }
+    smCopyKernel<<<reduceBlocks, kCopyThreads, 0, s>>>(a);
+    checkCuda(cudaGetLastError(), "SM copy launch");
   }
 
   // Queues bytes [from, piece) of each of the 2(n-1) pieces as SM stores into the peers, on s.
@@ -264,7 +308,15 @@ int main(int argc, char** argv) {
     b.queueCopies(b.peerStreams);
     b.queueReduce(b.reduceStream);
   }));
-  b.report("copies in waves, one stream", b.time(one, [&] { b.queueCopyWaves(one[0]); }));
+  b.report("copies in waves, one stream", b.time(one, [&] { b.queueCopyWaves(one); }));
+  b.report("copies in waves, a stream per peer", b.time(b.peerStreams, [&] { b.queueCopyWaves(b.peerStreams); }));
+  b.report("ring: copies, whole pieces", b.time(one, [&] { b.queueRingCopies(one[0], 1); }));
+  {
+    char what[64];
+    std::snprintf(what, sizeof(what), "ring: copies, %d per piece", kRingCuts);
+    b.report(what, b.time(one, [&] { b.queueRingCopies(one[0], kRingCuts); }));
+  }
+  b.report("ring: SM stores", b.time(reduceOnly, [&] { b.queueRingSmCopies(b.reduceStream); }));
   b.report("SM stores, every peer at once", b.time(reduceOnly, [&] { b.queueSmCopies(b.reduceStream, 0); }));
   for (double share : kSplitShares) {
     const uint64_t ce = uint64_t(double(b.piece) * share) / kPieceAlign * kPieceAlign;
