@@ -144,19 +144,47 @@ struct Bench {
   // Where rank `from` lands in rank `to`'s scratch: the peers in rank order, `to` itself left out.
   uint64_t slot(int from, int to) const { return uint64_t(from < to ? from : from - 1) * piece; }
 
-  // Queues bytes [from, from + len) of each of this rank's 2(n-1) pieces as copies: on
-  // `streams[i % streams.size()]` for the i-th peer.
-  void queueCopies(const std::vector<cudaStream_t>& streams, uint64_t from, uint64_t len) {
+  // One piece of this rank's traffic: `piece` bytes from src here to dst on a peer.
+  struct Piece {
+    const char* src;
+    char* dst;
+  };
+
+  // The AllReduce pattern: to every peer around the ring, one piece into its scratch
+  // (reduce-scatter) and one into its output (all-gather); pieces 2i and 2i+1 go to the i-th peer.
+  std::vector<Piece> peerPieces() const {
+    std::vector<Piece> pieces;
     for (int i = 0; i < n - 1; ++i) {
       const int p = peer(i);
-      cudaStream_t s = streams[i % streams.size()];
-      checkCuda(cudaMemcpyAsync(scratch->byRank[p] + slot(g_rank, p) + from, send->mine + p * piece + from, len,
-                                cudaMemcpyDeviceToDevice, s),
-                "scatter copy");
-      checkCuda(cudaMemcpyAsync(out->byRank[p] + g_rank * piece + from, out->mine + g_rank * piece + from, len,
-                                cudaMemcpyDeviceToDevice, s),
-                "gather copy");
+      pieces.push_back({send->mine + p * piece, scratch->byRank[p] + slot(g_rank, p)});
+      pieces.push_back({out->mine + g_rank * piece, out->byRank[p] + g_rank * piece});
     }
+    return pieces;
+  }
+
+  // The ring pattern: as many pieces, all to the next rank: n-1 into its scratch and n-1 into the
+  // slots of its output other than its own. Timing only: the data is not meaningful.
+  std::vector<Piece> ringPieces() const {
+    const int next = (g_rank + 1) % n;
+    std::vector<Piece> pieces;
+    for (int i = 0; i < n - 1; ++i) {
+      pieces.push_back({send->mine + i * piece, scratch->byRank[next] + i * piece});
+      const int slotRank = (next + 1 + i) % n;
+      pieces.push_back({out->mine + slotRank * piece, out->byRank[next] + slotRank * piece});
+    }
+    return pieces;
+  }
+
+  // Queues bytes [from, from + len) of p as a copy on s.
+  static void queueCopy(const Piece& p, uint64_t from, uint64_t len, cudaStream_t s) {
+    checkCuda(cudaMemcpyAsync(p.dst + from, p.src + from, len, cudaMemcpyDeviceToDevice, s), "copy");
+  }
+
+  // Queues bytes [from, from + len) of each of the AllReduce pattern's pieces as copies: on
+  // `streams[i % streams.size()]` for the i-th peer.
+  void queueCopies(const std::vector<cudaStream_t>& streams, uint64_t from, uint64_t len) {
+    const std::vector<Piece> pieces = peerPieces();
+    for (size_t k = 0; k < pieces.size(); ++k) queueCopy(pieces[k], from, len, streams[(k / 2) % streams.size()]);
   }
   void queueCopies(const std::vector<cudaStream_t>& streams) { queueCopies(streams, 0, piece); }
 
@@ -167,53 +195,20 @@ struct Bench {
     for (uint64_t from = 0; from < piece; from += wave) queueCopies(streams, from, std::min(wave, piece - from));
   }
 
-  // The ring pattern's jobs: 2(n-1) pieces, all to the next rank: n-1 into its scratch and n-1
-  // into the slots of its output other than its own. Timing only: the data is not meaningful.
-  struct RingPiece {
-    const char* src;
-    char* dst;
-  };
-  std::vector<RingPiece> ringPieces() const {
-    const int next = (g_rank + 1) % n;
-    std::vector<RingPiece> pieces;
-    for (int i = 0; i < n - 1; ++i) {
-      pieces.push_back({send->mine + i * piece, scratch->byRank[next] + i * piece});
-      const int slotRank = (next + 1 + i) % n;
-      pieces.push_back({out->mine + slotRank * piece, out->byRank[next] + slotRank * piece});
-    }
-    return pieces;
-  }
-
   // The ring pattern as copies on s, each piece cut into `cuts` copies.
   void queueRingCopies(cudaStream_t s, int cuts) {
     const uint64_t cut = piece / cuts / kPieceAlign * kPieceAlign;
-    for (const RingPiece& p : ringPieces()) {
-      for (uint64_t from = 0; from < piece; from += cut) {
-        checkCuda(cudaMemcpyAsync(p.dst + from, p.src + from, std::min(cut, piece - from), cudaMemcpyDeviceToDevice, s),
-                  "ring copy");
-      }
+    for (const Piece& p : ringPieces()) {
+      for (uint64_t from = 0; from < piece; from += cut) queueCopy(p, from, std::min(cut, piece - from), s);
     }
   }
 
-  // The ring pattern as SM stores, every piece at once.
-  void queueRingSmCopies(cudaStream_t s) {
+  // Queues bytes [from, piece) of every one of pieces as SM stores, every piece at once, on s.
+  void queueSmCopies(cudaStream_t s, const std::vector<Piece>& pieces, uint64_t from) {
     CopyArgs a{};
-    for (const RingPiece& p : ringPieces()) {
-      a.job[a.jobs++] = {reinterpret_cast<const uint4*>(p.src), reinterpret_cast<uint4*>(p.dst), piece / 16};
-    }
-    smCopyKernel<<<reduceBlocks, kCopyThreads, 0, s>>>(a);
-    checkCuda(cudaGetLastError(), "SM copy launch");
-  }
-
-  // Queues bytes [from, piece) of each of the 2(n-1) pieces as SM stores into the peers, on s.
-  void queueSmCopies(cudaStream_t s, uint64_t from) {
-    CopyArgs a{};
-    for (int i = 0; i < n - 1; ++i) {
-      const int p = peer(i);
-      a.job[a.jobs++] = {reinterpret_cast<const uint4*>(send->mine + p * piece + from),
-                         reinterpret_cast<uint4*>(scratch->byRank[p] + slot(g_rank, p) + from), (piece - from) / 16};
-      a.job[a.jobs++] = {reinterpret_cast<const uint4*>(out->mine + g_rank * piece + from),
-                         reinterpret_cast<uint4*>(out->byRank[p] + g_rank * piece + from), (piece - from) / 16};
+    for (const Piece& p : pieces) {
+      a.job[a.jobs++] = {reinterpret_cast<const uint4*>(p.src + from), reinterpret_cast<uint4*>(p.dst + from),
+                         (piece - from) / 16};
     }
     smCopyKernel<<<reduceBlocks, kCopyThreads, 0, s>>>(a);
     checkCuda(cudaGetLastError(), "SM copy launch");
@@ -316,15 +311,15 @@ int main(int argc, char** argv) {
     std::snprintf(what, sizeof(what), "ring: copies, %d per piece", kRingCuts);
     b.report(what, b.time(one, [&] { b.queueRingCopies(one[0], kRingCuts); }));
   }
-  b.report("ring: SM stores", b.time(reduceOnly, [&] { b.queueRingSmCopies(b.reduceStream); }));
-  b.report("SM stores, every peer at once", b.time(reduceOnly, [&] { b.queueSmCopies(b.reduceStream, 0); }));
+  b.report("ring: SM stores", b.time(reduceOnly, [&] { b.queueSmCopies(b.reduceStream, b.ringPieces(), 0); }));
+  b.report("SM stores, every peer at once", b.time(reduceOnly, [&] { b.queueSmCopies(b.reduceStream, b.peerPieces(), 0); }));
   for (double share : kSplitShares) {
     const uint64_t ce = uint64_t(double(b.piece) * share) / kPieceAlign * kPieceAlign;
     char what[64];
     std::snprintf(what, sizeof(what), "split: %.0f %% copies, rest SM stores", share * 100);
     b.report(what, b.time(all, [&] {
       b.queueCopies(b.peerStreams, 0, ce);
-      b.queueSmCopies(b.reduceStream, ce);
+      b.queueSmCopies(b.reduceStream, b.peerPieces(), ce);
     }));
   }
   if (g_rank == 0) {
