@@ -25,7 +25,7 @@ EXAMPLES     := $(BUILD)/examples/bootstrap
 TEST_BINS    := $(BUILD)/tests/refusals $(BUILD)/tests/core_refusals
 
 .PHONY: all lib headers pkgconfig install deps test vet gotest fuzz abi-check kernels kernels-check examples \
-	examples-test capi-test mpi-gotest cuda-examples tools gpu-bundle gpu-test gpu-bench gpu-compare clean help
+	examples-test capi-test mpi-gotest cuda-examples tools gpu-bundle gpu-test gpu-bench gpu-compare gpu-profile clean help
 
 all: lib headers pkgconfig ## build libmscclpp.so, the public headers and the pkg-config file
 
@@ -187,6 +187,9 @@ gpu-bench: ## on the GPU host: build and run the benchmarks against build/ (ARGS
 
 gpu-compare: ## on the GPU host: forced algorithms side by side (OP=allreduce ALGOS="a b" ARGS="-b 64M -e 1G -R 1")
 	./scripts/gpu-compare.sh $(ARGS)
+
+gpu-profile: ## on the GPU host: one collective under ncu, ours and NCCL's kernels (NP= OP= BYTES= REGISTERED=1)
+	./scripts/gpu-profile.sh
 
 gpu-test: ## on the GPU host: build the CUDA/MPI programs against build/, run them and the Go test binaries
 	./scripts/gpu-test.sh

@@ -21,6 +21,10 @@
 //            peer at once (what the SM AllReduce kernels are capped by);
 //   split    a share of every piece on the copy engines (a stream per peer) and the rest by SM
 //            stores at once: does the link carry more than either engine alone?
+//   TMA      the SM rows again, but each block moves its tiles with the Hopper bulk-copy engine
+//            (cp.async.bulk: local memory into shared memory, shared memory into the peer's):
+//            do bulk stores carry more over NVLink than 16-byte SM stores? (CUDA 12 or later;
+//            built with an older nvcc the rows are left out)
 //
 // Each figure is the slowest rank's time per run, averaged over kRuns runs that start together
 // (MPI_Barrier), and the bus bandwidth an AllReduce of S bytes taking that long would have,
@@ -105,6 +109,72 @@ __global__ void smCopyKernel(CopyArgs a) {
   }
   for (; i < c.words; i += stride) c.dst[i] = c.src[i];
 }
+
+#if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ >= 12 && !defined(BENCH_NO_TMA)
+#define BENCH_HAVE_TMA 1
+constexpr uint32_t kTmaTileBytes = 16384;  // bytes per bulk copy (a multiple of 16)
+constexpr int kTmaStages = 4;              // tiles in flight per block
+constexpr int kTmaThreads = 32;            // one warp per block; its first thread issues everything
+constexpr size_t kTmaSharedBytes = size_t(kTmaTileBytes) * kTmaStages;
+
+__device__ __forceinline__ uint32_t sharedAddress(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// The jobs of smCopyKernel moved by bulk copies: job blockIdx.x % jobs, its tiles dealt out to
+// the blocks serving it. Each tile is loaded into a shared-memory stage (completion counted on
+// the stage's mbarrier) and stored from there to dst; a stage is reloaded once the store that
+// read it has finished reading.
+__global__ void tmaCopyKernel(CopyArgs a) {
+  extern __shared__ __align__(128) unsigned char stage[];
+  __shared__ __align__(8) uint64_t loaded[kTmaStages];
+  if (threadIdx.x != 0) return;
+  const int j = blockIdx.x % a.jobs;
+  const uint64_t blocks = (gridDim.x - j + a.jobs - 1) / a.jobs;
+  const uint64_t first = blockIdx.x / a.jobs;
+  const char* src = reinterpret_cast<const char*>(a.job[j].src);
+  char* dst = reinterpret_cast<char*>(a.job[j].dst);
+  const uint64_t bytes = a.job[j].words * sizeof(uint4);
+  const uint64_t tiles = (bytes + kTmaTileBytes - 1) / kTmaTileBytes;
+  const uint64_t mine = first < tiles ? (tiles - first + blocks - 1) / blocks : 0;
+  for (int s = 0; s < kTmaStages; ++s)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(sharedAddress(&loaded[s])) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  auto offset = [&](uint64_t k) { return (first + k * blocks) * kTmaTileBytes; };
+  auto length = [&](uint64_t k) { return uint32_t(bytes - offset(k) < kTmaTileBytes ? bytes - offset(k) : kTmaTileBytes); };
+  auto load = [&](uint64_t k) {
+    const int s = k % kTmaStages;
+    const uint32_t bar = sharedAddress(&loaded[s]);
+    asm volatile("{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }" ::"r"(bar), "r"(length(k))
+                 : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     sharedAddress(stage + s * kTmaTileBytes)),
+                 "l"(src + offset(k)), "r"(length(k)), "r"(bar)
+                 : "memory");
+  };
+  for (uint64_t k = 0; k < mine && k < kTmaStages; ++k) load(k);
+  for (uint64_t k = 0; k < mine; ++k) {
+    const int s = k % kTmaStages;
+    const uint32_t parity = (k / kTmaStages) & 1;
+    uint32_t ready = 0;
+    do {
+      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                   : "=r"(ready)
+                   : "r"(sharedAddress(&loaded[s])), "r"(parity)
+                   : "memory");
+    } while (!ready);
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst + offset(k)),
+                 "r"(sharedAddress(stage + s * kTmaTileBytes)), "r"(length(k))
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    if (k >= 1 && k - 1 + kTmaStages < mine) {
+      asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");  // the store of tile k-1 has read its stage
+      load(k - 1 + kTmaStages);
+    }
+  }
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+#endif
 
 // One device buffer of this rank, and the same buffer of every peer mapped here.
 struct Shared {
@@ -214,6 +284,18 @@ struct Bench {
     checkCuda(cudaGetLastError(), "SM copy launch");
   }
 
+#ifdef BENCH_HAVE_TMA
+  // The same as queueSmCopies (from byte 0), by bulk copies.
+  void queueTmaCopies(cudaStream_t s, const std::vector<Piece>& pieces) {
+    CopyArgs a{};
+    for (const Piece& p : pieces) {
+      a.job[a.jobs++] = {reinterpret_cast<const uint4*>(p.src), reinterpret_cast<uint4*>(p.dst), piece / 16};
+    }
+    tmaCopyKernel<<<reduceBlocks, kTmaThreads, kTmaSharedBytes, s>>>(a);
+    checkCuda(cudaGetLastError(), "TMA copy launch");
+  }
+#endif
+
   void queueReduce(cudaStream_t s) {
     ReduceArgs a{};
     a.n = n;
@@ -322,6 +404,12 @@ int main(int argc, char** argv) {
       b.queueSmCopies(b.reduceStream, b.peerPieces(), ce);
     }));
   }
+#ifdef BENCH_HAVE_TMA
+  checkCuda(cudaFuncSetAttribute(tmaCopyKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kTmaSharedBytes)),
+            "TMA kernel shared memory");
+  b.report("ring: TMA stores", b.time(reduceOnly, [&] { b.queueTmaCopies(b.reduceStream, b.ringPieces()); }));
+  b.report("TMA stores, every peer at once", b.time(reduceOnly, [&] { b.queueTmaCopies(b.reduceStream, b.peerPieces()); }));
+#endif
   if (g_rank == 0) {
     std::printf("busbw bound: the bus bandwidth of an AllReduce that took this long (for comparison, 1.05x NCCL's\n"
                 "1 GiB AllReduce on 4 x H200 is 372 GB/s)\n");
