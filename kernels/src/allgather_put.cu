@@ -1,14 +1,24 @@
 // allgather_put.cu: AllGather over memory channels, for medium and large messages.
 //
 // Each rank's input is cut into one part per thread block; block b of every rank moves part b,
-// in rounds of at most chunkBytes: it stores the round's piece into its slot of every peer's
-// scratch (and into its own part of the output), signals the peers, waits for theirs, and copies
-// the peers' pieces from its scratch slots into the output. Rounds alternate between two banks
-// (State.rounds): a peer that still copies round R out of its slots has not yet signalled round
-// R+1, which the writer of round R+2 into the same bank waits for.
+// in rounds of at most chunkBytes (and, for large parts, at least kMinRounds): it stores the
+// round's piece into its slot of every peer's scratch (and into its own part of the output),
+// signals the peers, waits for theirs, and copies the peers' pieces from its scratch slots into
+// the output. Rounds alternate between two banks (State.rounds): a peer that still copies round R
+// out of its slots has not yet signalled round R+1, which the writer of round R+2 into the same
+// bank waits for.
 #include "common.cuh"
 
 namespace coll {
+
+// A block whose part holds at least kSplitPartBytes moves it in at least kMinRounds rounds, even
+// when fewer slots would hold it. Within a round a block first stores (NVLink) and then copies out
+// (local memory): in a single round every block does the two one after the other, over several
+// the blocks' phases overlap. On 4 x H200 that made 128 MiB AllGathers 10 % faster (2 x H200: 128
+// MiB 10 %, 256 MiB 3 %); with parts of 128 KiB, rounds of 32 KiB were 12 % slower on 2 GPUs
+// (docs/PERFORMANCE.md).
+constexpr uint64_t kSplitPartBytes = 256 << 10;
+constexpr uint64_t kMinRounds = 4;
 
 __device__ __forceinline__ void allgatherPut(const Args& a) {
   constexpr uint64_t kAlign = 16;
@@ -18,6 +28,8 @@ __device__ __forceinline__ void allgatherPut(const Args& a) {
   const uint64_t part = roundUp(ceilDiv(bytes, gridDim.x), kAlign);
   const uint64_t partBegin = block * part;
   const uint64_t partEnd = partBegin + clampLen(partBegin, part, bytes);
+  const uint64_t roundBytes =
+      part < kSplitPartBytes ? a.chunkBytes : min(a.chunkBytes, roundUp(ceilDiv(part, kMinRounds), kAlign));
   const char* send = static_cast<const char*>(a.send);
   char* recv = static_cast<char*>(a.recv);
   char* mine = recv + a.rank * bytes;
@@ -30,9 +42,9 @@ __device__ __forceinline__ void allgatherPut(const Args& a) {
   }
   __syncthreads();
 
-  for (uint64_t off = partBegin; off < partEnd; off += a.chunkBytes, ++round) {
+  for (uint64_t off = partBegin; off < partEnd; off += roundBytes, ++round) {
     const uint32_t bank = round & 1;
-    const uint64_t n = partEnd - off < a.chunkBytes ? partEnd - off : a.chunkBytes;
+    const uint64_t n = partEnd - off < roundBytes ? partEnd - off : roundBytes;
     const uint64_t slot = dataSlotOffset(a, bank, 0, a.rank, block);
     if (nPeers <= kMaxZeroCopyPeers) {
       // Each word is loaded once and stored to every peer's slot (around the ring from this
