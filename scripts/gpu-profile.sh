@@ -9,9 +9,9 @@
 # How, and why so: examples/mpi/profile_collective (built here against build/) runs the
 # collective CALLS times after its warm-up, through this library and then through NCCL. Only
 # rank 0 runs under ncu; the other ranks run free. The metrics are ones ncu collects in a single
-# pass (kernel time, HBM bytes read and written): a metric that needs a second pass makes ncu
-# replay the kernel, and a replayed collective kernel waits forever for peers that have moved on
-# (NVLink byte counters, nvltx/nvlrx, are such metrics here: that run never returns). Times
+# pass (kernel time, HBM bytes read and written). With the NVLink byte counters (nvltx/nvlrx)
+# the run never returns, most likely because they need a second pass: ncu then replays the
+# kernel, and a replayed collective kernel waits forever for peers that have moved on. Times
 # under the profiler are the profiled rank's own kernel durations, without its host gaps.
 set -uo pipefail
 cd "$(dirname "$0")/.."
