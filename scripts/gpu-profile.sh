@@ -5,6 +5,7 @@
 #   make gpu-profile                                   # AllReduce of 1 GiB, every GPU
 #   NP=4 OP=allgather BYTES=134217728 make gpu-profile
 #   NP=4 REGISTERED=1 make gpu-profile                 # zero-copy paths (registered buffers)
+#   CALLS=10 TIMEOUT=600 make gpu-profile             # timed calls per library (5), time limit in s (300)
 #
 # How, and why so: examples/mpi/profile_collective (built here against build/) runs the
 # collective CALLS times after its warm-up, through this library and then through NCCL. Only
@@ -12,7 +13,8 @@
 # pass (kernel time, HBM bytes read and written). With the NVLink byte counters (nvltx/nvlrx)
 # the run never returns, most likely because they need a second pass: ncu then replays the
 # kernel, and a replayed collective kernel waits forever for peers that have moved on. Times
-# under the profiler are the profiled rank's own kernel durations, without its host gaps.
+# under the profiler are the profiled rank's own kernel durations, without its host gaps; its
+# peers run unslowed, so a kernel of a round-based collective may find them already ahead.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
