@@ -3,8 +3,11 @@ package bootstrap
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,14 +92,57 @@ func bootJob(t *testing.T, n int, opts Options) []*TCP {
 	return ranks
 }
 
-// freePort returns a TCP port that was free on host a moment ago.
+// Where freePort looks for a port: below the kernel's ephemeral range (Linux's default starts at
+// defaultEphemeralLow), where no socket that binds port 0 is given one.
+const (
+	lowestTestPort      = 10000
+	defaultEphemeralLow = 32768
+	freePortAttempts    = 100
+)
+
+// freePort returns a TCP port that was free on host a moment ago. It is taken below the
+// ephemeral range: a port of that range, once closed, can be handed to any socket that binds
+// port 0 (another rank's listener in the same test, a test of another package) before the test
+// binds it, which made the ip:port subtests fail now and then with "address already in use".
 func freePort(t *testing.T, host string) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	return port
+	hi := ephemeralLow()
+	if hi-lowestTestPort < freePortAttempts { // an unusual ephemeral range: fall back to port 0
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		require.NoError(t, err)
+		port := ln.Addr().(*net.TCPAddr).Port
+		require.NoError(t, ln.Close())
+		return port
+	}
+	for range freePortAttempts {
+		port := lowestTestPort + rand.IntN(hi-lowestTestPort)
+		ln, err := net.Listen("tcp", hostPort(host, port))
+		if err != nil {
+			continue // taken
+		}
+		require.NoError(t, ln.Close())
+		return port
+	}
+	t.Fatalf("no free port on %s below %d after %d attempts", host, hi, freePortAttempts)
+	return 0
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux), or
+// defaultEphemeralLow where it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return defaultEphemeralLow
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return defaultEphemeralLow
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return defaultEphemeralLow
+	}
+	return low
 }
 
 func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
