@@ -4,24 +4,17 @@
 # benchmark. Results are printed; docs/PERFORMANCE.md records them by hand with date and device.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+. scripts/gpu-env.sh
 export MSCCLPP_DEBUG=${MSCCLPP_DEBUG:-WARN}
-build=$(pwd)/build
 [ -f "$build/lib/libmscclpp.so" ] || { echo "gpu-bench: run 'make gpu-bundle' where Go is first"; exit 2; }
-export PATH=/usr/local/cuda/bin:$PATH
-export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 np=${NP:-$(nvidia-smi -L | grep -c '^GPU')}
-mpirun="mpirun --allow-run-as-root --bind-to none --mca pml ob1 --mca btl self,vader
-	--mca btl_vader_single_copy_mechanism none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST
-	-x NVSHMEM_DISABLE_NVLS -x LD_LIBRARY_PATH -x MSCCLPP_DEBUG"
+mpirun="$mpirun -x MSCCLPP_DEBUG"
 mkdir -p "$build/gpu-bench"
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
 status=0
 for src in examples/mpi/bench_*/main.cu; do
 	name=$(basename "$(dirname "$src")")
-	nvcc -std=c++17 -O2 -arch=sm_90 -I"$build/include" $(mpicxx --showme:compile) -DOMPI_SKIP_MPICXX "$src" \
-		-o "$build/gpu-bench/$name" -L"$build/lib" -lmscclpp -Xlinker "-rpath,$build/lib" \
-		-Xlinker "$(mpicxx --showme:link | sed 's/ /,/g')" || { status=1; continue; }
+	build_cuda "$src" "$build/gpu-bench/$name" || { status=1; continue; }
 	echo "==== $name ($np ranks) $(date -u +%FT%TZ)"
 	timeout --kill-after=10 500 $mpirun -np "$np" "$build/gpu-bench/$name" "$@" || status=1
 done

@@ -11,8 +11,7 @@
 # DRY_RUN=1 prints the commands instead of running them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-build=$(pwd)/build
+. scripts/gpu-env.sh
 op=${OP:-allreduce}
 case "$op" in
 allreduce) var=MSCCLPP_ALLREDUCE_ALGO ;;
@@ -26,10 +25,7 @@ if [ "$dry" != 1 ]; then
 else
 	np=${NP:-2}
 fi
-export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-mpirun="mpirun --allow-run-as-root --bind-to none --mca pml ob1 --mca btl self,vader
-	--mca btl_vader_single_copy_mechanism none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST
-	-x NVSHMEM_DISABLE_NVLS -x LD_LIBRARY_PATH -x $var"
+mpirun="$mpirun -x $var"
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(-b 1M -e 1G -f 2 -G 1)
 out=$build/gpu-compare

@@ -17,10 +17,8 @@
 # peers run unslowed, so a kernel of a round-based collective may find them already ahead.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/gpu-env.sh
 
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-
-build=$(pwd)/build
 if [ ! -f "$build/lib/libmscclpp.so" ]; then
 	echo "gpu-profile: $build/lib/libmscclpp.so is missing: run 'make gpu-bundle' where Go is, and bring build/ along"
 	exit 2
@@ -37,15 +35,11 @@ bytes=${BYTES:-1073741824}
 calls=${CALLS:-5}
 registered=${REGISTERED:+registered}
 metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
-export PATH=/usr/local/cuda/bin:$PATH
-export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 out=$build/gpu-profile
 mkdir -p "$out"
 prog=$out/profile_collective
-nvcc -std=c++17 -O2 -arch=sm_90 -DOMPI_SKIP_MPICXX -I"$build/include" $(mpicxx --showme:compile) \
-	examples/mpi/profile_collective/main.cu -o "$prog" -L"$build/lib" -lmscclpp -Xlinker "-rpath,$build/lib" \
-	-Xlinker "$(mpicxx --showme:link | sed 's/ /,/g')" || exit 1
+build_cuda examples/mpi/profile_collective/main.cu "$prog" || exit 1
 
 csv=$out/$op-$bytes${registered:+-registered}-np$np.csv
 wrapper=$out/ncu-rank0.sh
@@ -59,9 +53,7 @@ EOF
 chmod +x "$wrapper"
 
 echo "gpu-profile: $op of $bytes bytes${registered:+, registered}, $np ranks, $calls calls after the warm-up; ncu on rank 0"
-timeout --kill-after=10 "${TIMEOUT:-300}" mpirun --allow-run-as-root --bind-to none --mca pml ob1 --mca btl self,vader \
-	--mca btl_vader_single_copy_mechanism none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST \
-	-x NVSHMEM_DISABLE_NVLS -x LD_LIBRARY_PATH -np "$np" "$wrapper" "$prog" "$op" "$bytes" "$calls" $registered nccl
+timeout --kill-after=10 "${TIMEOUT:-300}" $mpirun -np "$np" "$wrapper" "$prog" "$op" "$bytes" "$calls" $registered nccl
 rc=$?
 [ $rc -eq 0 ] || { echo "gpu-profile: the run failed (exit $rc); ncu's log: $csv"; exit $rc; }
 

@@ -7,25 +7,16 @@
 #   NP=2 make gpu-test       # fewer ranks
 set -uo pipefail
 cd "$(dirname "$0")/.."
-
-# NVLink multicast can take a host's GPUs out of service: keep it off everywhere, always.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+. scripts/gpu-env.sh
 export MSCCLPP_DEBUG=${MSCCLPP_DEBUG:-WARN}
 
-build=$(pwd)/build
 if [ ! -f "$build/lib/libmscclpp.so" ]; then
 	echo "gpu-test: $build/lib/libmscclpp.so is missing: run 'make gpu-bundle' where Go is, and bring build/ along"
 	exit 2
 fi
 ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 np=${NP:-$ngpus}
-export PATH=/usr/local/cuda/bin:$PATH
-export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-mpirun="mpirun --allow-run-as-root --bind-to none --mca pml ob1 --mca btl self,vader
-	--mca btl_vader_single_copy_mechanism none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST
-	-x NVSHMEM_DISABLE_NVLS -x LD_LIBRARY_PATH -x MSCCLPP_DEBUG"
-mpi_inc=$(mpicxx --showme:compile)
-mpi_lib=$(mpicxx --showme:link)
+mpirun="$mpirun -x MSCCLPP_DEBUG"
 bin=$build/gpu-test
 mkdir -p "$bin"
 passed=0 failed=0 failures=()
@@ -70,16 +61,9 @@ else
 	result "build bootstrap example" 1
 fi
 
-# build_cuda SRC OUT: compiles a CUDA program against build/ (and MPI, for those that use it).
-build_cuda() {
-	nvcc $nvcc_flags "$1" -o "$2" -L"$build/lib" -lmscclpp -Xlinker "-rpath,$build/lib" \
-		-Xlinker "$(echo $mpi_lib | sed 's/ /,/g')" 2>&1
-}
-
 # 3. CUDA programs: the legacy-header tests, the device-handle test and the tutorials. A program
 # that includes mpi.h (or tutorial_mpi.h) runs one rank per GPU under mpirun; the others run as
 # one process.
-nvcc_flags="-std=c++17 -O2 -arch=sm_90 -I$build/include $mpi_inc -DOMPI_SKIP_MPICXX"
 for src in examples/mpi/legacy_*/main.cu examples/mpi/channels_*/main.cu examples/mpi/collectives/main.cu examples/tutorials/*/main.cu; do
 	[ -e "$src" ] || continue
 	name=$(basename "$(dirname "$src")")
