@@ -273,25 +273,26 @@ struct Bench {
     }
   }
 
-  // Queues bytes [from, piece) of every one of pieces as SM stores, every piece at once, on s.
-  void queueSmCopies(cudaStream_t s, const std::vector<Piece>& pieces, uint64_t from) {
+  // The copy kernels' jobs: bytes [from, piece) of every one of pieces.
+  CopyArgs copyJobs(const std::vector<Piece>& pieces, uint64_t from) const {
     CopyArgs a{};
     for (const Piece& p : pieces) {
       a.job[a.jobs++] = {reinterpret_cast<const uint4*>(p.src + from), reinterpret_cast<uint4*>(p.dst + from),
                          (piece - from) / 16};
     }
-    smCopyKernel<<<reduceBlocks, kCopyThreads, 0, s>>>(a);
+    return a;
+  }
+
+  // Queues bytes [from, piece) of every one of pieces as SM stores, every piece at once, on s.
+  void queueSmCopies(cudaStream_t s, const std::vector<Piece>& pieces, uint64_t from) {
+    smCopyKernel<<<reduceBlocks, kCopyThreads, 0, s>>>(copyJobs(pieces, from));
     checkCuda(cudaGetLastError(), "SM copy launch");
   }
 
 #ifdef BENCH_HAVE_TMA
   // The same as queueSmCopies (from byte 0), by bulk copies.
   void queueTmaCopies(cudaStream_t s, const std::vector<Piece>& pieces) {
-    CopyArgs a{};
-    for (const Piece& p : pieces) {
-      a.job[a.jobs++] = {reinterpret_cast<const uint4*>(p.src), reinterpret_cast<uint4*>(p.dst), piece / 16};
-    }
-    tmaCopyKernel<<<reduceBlocks, kTmaThreads, kTmaSharedBytes, s>>>(a);
+    tmaCopyKernel<<<reduceBlocks, kTmaThreads, kTmaSharedBytes, s>>>(copyJobs(pieces, 0));
     checkCuda(cudaGetLastError(), "TMA copy launch");
   }
 #endif
