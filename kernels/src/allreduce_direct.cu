@@ -47,4 +47,4 @@ __device__ __forceinline__ void allreduceDirect(const Args& a) {
 
 }  // namespace coll
 
-COLL_REDUCE_ENTRIES(mscclpp_allreduce_direct, coll::allreduceDirect, coll::kRsagThreads)
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_direct, coll::allreduceDirect, coll::kRsagThreads, COLL_ANY_BLOCKS_PER_SM)

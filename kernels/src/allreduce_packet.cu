@@ -45,4 +45,4 @@ __device__ __forceinline__ void allreducePacket(const Args& a) {
 
 }  // namespace coll
 
-COLL_REDUCE_ENTRIES(mscclpp_allreduce_packet, coll::allreducePacket, coll::kPacketThreads)
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_packet, coll::allreducePacket, coll::kPacketThreads, COLL_ANY_BLOCKS_PER_SM)

@@ -64,4 +64,4 @@ __device__ __forceinline__ void allreducePacket2(const Args& a) {
 
 }  // namespace coll
 
-COLL_REDUCE_ENTRIES(mscclpp_allreduce_packet2, coll::allreducePacket2, coll::kPacketThreads)
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_packet2, coll::allreducePacket2, coll::kPacketThreads, COLL_ANY_BLOCKS_PER_SM)

@@ -195,4 +195,4 @@ __device__ __forceinline__ void allreducePort(const Args& a) {
 
 }  // namespace coll
 
-COLL_REDUCE_ENTRIES(mscclpp_allreduce_port, coll::allreducePort, coll::kRsagThreads)
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_port, coll::allreducePort, coll::kRsagThreads, COLL_ANY_BLOCKS_PER_SM)

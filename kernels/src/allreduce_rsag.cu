@@ -84,5 +84,5 @@ __device__ __forceinline__ void allreduceRsagDirect(const Args& a) {
 
 }  // namespace coll
 
-COLL_REDUCE_ENTRIES(mscclpp_allreduce_rsag, coll::allreduceRsagScratch, coll::kRsagThreads)
-COLL_REDUCE_ENTRIES(mscclpp_allreduce_rsag_direct, coll::allreduceRsagDirect, coll::kRsagThreads)
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_rsag, coll::allreduceRsagScratch, coll::kRsagThreads, COLL_ONE_BLOCK_PER_SM)
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_rsag_direct, coll::allreduceRsagDirect, coll::kRsagThreads, COLL_ONE_BLOCK_PER_SM)

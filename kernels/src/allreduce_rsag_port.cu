@@ -122,4 +122,4 @@ __device__ __forceinline__ void allreduceRsagPort(const Args& a) {
 
 }  // namespace coll
 
-COLL_REDUCE_ENTRIES(mscclpp_allreduce_rsag_port, coll::allreduceRsagPort, coll::kRsagThreads)
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_rsag_port, coll::allreduceRsagPort, coll::kRsagThreads, COLL_ONE_BLOCK_PER_SM)

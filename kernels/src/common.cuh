@@ -223,6 +223,40 @@ __device__ __forceinline__ void broadcastBytes(DstFn dst, uint32_t nDst, const c
   }
 }
 
+// Copies n pieces, piece d of bytes[d] bytes from src[d] to dst[d] (arrays every thread reads,
+// e.g. in shared memory), interleaved: each step moves kCopyUnroll 16-byte words per thread of
+// every piece before the next step, so the stores reach every destination at once instead of one
+// destination after the other. The words past the shortest piece, and pieces that are not 16-byte
+// aligned, are copied per piece.
+__device__ __forceinline__ void scatterBytes(const char* const* src, char* const* dst, const uint64_t* bytes,
+                                             uint32_t n, uint32_t threadId, uint32_t numThreads) {
+  if (n == 0) return;
+  uint64_t words = ~uint64_t(0);  // the words every piece has, 16-byte aligned on both sides
+  for (uint32_t d = 0; d < n; ++d) {
+    const bool vectors = aligned(src[d], 16) && aligned(dst[d], 16);
+    words = vectors ? min(words, bytes[d] / 16) : 0;
+  }
+  const uint64_t step = uint64_t(numThreads) * kCopyUnroll;
+  uint64_t i = threadId;
+  for (; i + (kCopyUnroll - 1) * numThreads < words; i += step) {
+    for (uint32_t d = 0; d < n; ++d) {
+      const uint4* s = reinterpret_cast<const uint4*>(src[d]);
+      uint4* o = reinterpret_cast<uint4*>(dst[d]);
+      uint4 v[kCopyUnroll];
+#pragma unroll
+      for (int k = 0; k < kCopyUnroll; ++k) v[k] = s[i + k * numThreads];
+#pragma unroll
+      for (int k = 0; k < kCopyUnroll; ++k) o[i + k * numThreads] = v[k];
+    }
+  }
+  for (; i < words; i += numThreads) {
+    for (uint32_t d = 0; d < n; ++d) reinterpret_cast<uint4*>(dst[d])[i] = reinterpret_cast<const uint4*>(src[d])[i];
+  }
+  for (uint32_t d = 0; d < n; ++d) {
+    mscclppCopy(dst[d] + words * 16, src[d] + words * 16, bytes[d] - words * 16, threadId, numThreads);
+  }
+}
+
 // Copies `bytes` bytes from src to dst over numThreads threads: broadcastBytes to one destination.
 __device__ __forceinline__ void copyBytes(void* dst, const void* src, uint64_t bytes, uint32_t threadId,
                                           uint32_t numThreads) {
@@ -366,10 +400,17 @@ __device__ __forceinline__ void exchangeSignals(const Args& a, uint32_t block) {
 
 }  // namespace coll
 
+// The least number of blocks per SM an entry point is compiled for (__launch_bounds__'s second
+// argument). kAnyBlocksPerSM leaves the register budget to ptxas's heuristic; kOneBlockPerSM
+// lets a block have every register of an SM, which the rsag kernels need: every launch has at
+// most one block per SM, and without it ptxas capped them at 64 registers and spilled.
+#define COLL_ANY_BLOCKS_PER_SM 0
+#define COLL_ONE_BLOCK_PER_SM 1
+
 // Instantiates KERNEL<T, Op> for every reduction operator behind one extern "C" entry point
 // named NAME, dispatching on args.op (uniform across the grid).
-#define COLL_REDUCE_ENTRY(NAME, KERNEL, T, THREADS)              \
-  extern "C" __global__ void __launch_bounds__(THREADS) NAME(const coll::Args args) { \
+#define COLL_REDUCE_ENTRY(NAME, KERNEL, T, THREADS, MIN_BLOCKS)  \
+  extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) NAME(const coll::Args args) { \
     switch (args.op) {                                           \
       case coll::kMax: KERNEL<T, coll::kMax>(args); break;       \
       case coll::kMin: KERNEL<T, coll::kMin>(args); break;       \
@@ -378,13 +419,13 @@ __device__ __forceinline__ void exchangeSignals(const Args& a, uint32_t block) {
   }
 
 // Entry points for the six element types, suffixed as collectives.DataType.kernelSuffix, for
-// blocks of at most THREADS threads.
-#define COLL_REDUCE_ENTRIES(PREFIX, KERNEL, THREADS)                  \
-  COLL_REDUCE_ENTRY(PREFIX##_f32, KERNEL, float, THREADS)             \
-  COLL_REDUCE_ENTRY(PREFIX##_f16, KERNEL, __half, THREADS)            \
-  COLL_REDUCE_ENTRY(PREFIX##_bf16, KERNEL, __nv_bfloat16, THREADS)    \
-  COLL_REDUCE_ENTRY(PREFIX##_i32, KERNEL, int32_t, THREADS)           \
-  COLL_REDUCE_ENTRY(PREFIX##_u32, KERNEL, uint32_t, THREADS)          \
-  COLL_REDUCE_ENTRY(PREFIX##_f64, KERNEL, double, THREADS)
+// blocks of at most THREADS threads and at least MIN_BLOCKS blocks per SM (COLL_*_PER_SM).
+#define COLL_REDUCE_ENTRIES(PREFIX, KERNEL, THREADS, MIN_BLOCKS)                \
+  COLL_REDUCE_ENTRY(PREFIX##_f32, KERNEL, float, THREADS, MIN_BLOCKS)           \
+  COLL_REDUCE_ENTRY(PREFIX##_f16, KERNEL, __half, THREADS, MIN_BLOCKS)          \
+  COLL_REDUCE_ENTRY(PREFIX##_bf16, KERNEL, __nv_bfloat16, THREADS, MIN_BLOCKS)  \
+  COLL_REDUCE_ENTRY(PREFIX##_i32, KERNEL, int32_t, THREADS, MIN_BLOCKS)         \
+  COLL_REDUCE_ENTRY(PREFIX##_u32, KERNEL, uint32_t, THREADS, MIN_BLOCKS)        \
+  COLL_REDUCE_ENTRY(PREFIX##_f64, KERNEL, double, THREADS, MIN_BLOCKS)
 
 #endif  // MSCCLPP_KERNELS_COMMON_CUH_
