@@ -21,6 +21,10 @@
 //            peer at once (what the SM AllReduce kernels are capped by);
 //   split    a share of every piece on the copy engines (a stream per peer) and the rest by SM
 //            stores at once: does the link carry more than either engine alone?
+//   timeline one run of the copies with a stream per peer (whole pieces, then waves), each
+//            copy timed on its stream: rank 0 prints when each starts and ends, which says
+//            whether one GPU's copies on different streams run at the same time or one after
+//            the other;
 //   TMA      the SM rows again, but each block moves its tiles with the Hopper bulk-copy engine
 //            (cp.async.bulk: local memory into shared memory, shared memory into the peer's):
 //            do bulk stores carry more over NVLink than 16-byte SM stores? (CUDA 12 or later;
@@ -336,6 +340,51 @@ struct Bench {
     return total / kRuns;
   }
 
+  // Runs `body` once, after a warm-up run, with each copy it queues through `copy` timed on its
+  // stream, and prints on rank 0 when each copy started and ended (us from the run's start), its
+  // stream and its speed.
+  template <typename Body>
+  void timeline(const char* what, const std::vector<cudaStream_t>& streams, Body body) {
+    struct Timed {
+      int stream;
+      uint64_t len;
+      cudaEvent_t begin, end;
+    };
+    std::vector<Timed> timed;
+    for (int run = 0; run < 2; ++run) {
+      timed.clear();
+      checkCuda(cudaDeviceSynchronize(), "sync before a run");
+      MPI_Barrier(MPI_COMM_WORLD);
+      checkCuda(cudaEventRecord(start, mainStream), "record start");
+      for (cudaStream_t s : streams) checkCuda(cudaStreamWaitEvent(s, start, 0), "wait start");
+      body([&](const Piece& p, uint64_t from, uint64_t len, size_t stream) {
+        Timed t{int(stream), len, nullptr, nullptr};
+        checkCuda(cudaEventCreate(&t.begin), "event");
+        checkCuda(cudaEventCreate(&t.end), "event");
+        checkCuda(cudaEventRecord(t.begin, streams[stream]), "record copy start");
+        queueCopy(p, from, len, streams[stream]);
+        checkCuda(cudaEventRecord(t.end, streams[stream]), "record copy end");
+        timed.push_back(t);
+      });
+      checkCuda(cudaDeviceSynchronize(), "sync after a run");
+      if (run == 0) {
+        for (Timed& t : timed) checkCuda(cudaEventDestroy(t.begin), "event"), checkCuda(cudaEventDestroy(t.end), "event");
+      }
+    }
+    if (g_rank == 0) std::printf("timeline, rank 0: %s\n", what);
+    for (Timed& t : timed) {
+      float b = 0, e = 0;
+      checkCuda(cudaEventElapsedTime(&b, start, t.begin), "elapsed");
+      checkCuda(cudaEventElapsedTime(&e, start, t.end), "elapsed");
+      if (g_rank == 0) {
+        std::printf("  stream %d  %8.1f .. %8.1f us  %6.1f MiB  %6.1f GB/s\n", t.stream, b * 1e3, e * 1e3,
+                    double(t.len) / (1 << 20), double(t.len) / ((e - b) * 1e-3) / kBytesPerGB);
+      }
+      checkCuda(cudaEventDestroy(t.begin), "event");
+      checkCuda(cudaEventDestroy(t.end), "event");
+    }
+  }
+
   void report(const char* what, double ms) const {
     const double busbw = 2.0 * (n - 1) / n * double(bytes) / (ms * 1e-3) / kBytesPerGB;
     if (g_rank == 0) std::printf("%-34s %10.1f us   busbw bound %6.1f GB/s\n", what, ms * 1e3, busbw);
@@ -405,6 +454,16 @@ int main(int argc, char** argv) {
       b.queueSmCopies(b.reduceStream, b.peerPieces(), ce);
     }));
   }
+  // The i-th peer's pieces on the i-th stream, whole, then in kWaves waves.
+  const auto timedCopies = [&](auto copy, uint64_t wave) {
+    const std::vector<Bench::Piece> pieces = b.peerPieces();
+    for (uint64_t from = 0; from < b.piece; from += wave) {
+      for (size_t k = 0; k < pieces.size(); ++k) copy(pieces[k], from, std::min(wave, b.piece - from), k / 2);
+    }
+  };
+  b.timeline("copies, a stream per peer", b.peerStreams, [&](auto copy) { timedCopies(copy, b.piece); });
+  const uint64_t wave = b.piece / kWaves / kPieceAlign * kPieceAlign;
+  b.timeline("copies in waves, a stream per peer", b.peerStreams, [&](auto copy) { timedCopies(copy, wave); });
 #ifdef BENCH_HAVE_TMA
   checkCuda(cudaFuncSetAttribute(tmaCopyKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kTmaSharedBytes)),
             "TMA kernel shared memory");
