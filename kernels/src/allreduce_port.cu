@@ -2,26 +2,33 @@
 // reduce, from local memory (docs/design/allreduce-copy-engines.md).
 //
 // For send and receive buffers registered on every rank, both registrations bound to port
-// channels (collectives/ports.go). Each rank's shard of the buffer is cut into n waves. Per peer,
-// this rank's proxy executes 2n requests, each a copy and a signal, in this order:
-//   S0, S1, G0, S2, G1, ..., S(n-1), G(n-2), G(n-1)
-// where Sw (scatter) copies this rank's input of wave w of the peer's shard into the peer's
-// scratch slot for this rank (bank w & 1), and Gw (gather) copies this rank's reduced wave w
-// from its receive buffer into the peer's receive buffer. Between them, the G reducing blocks
-// reduce wave w of this rank's shard (its own input and the peers' slots, all in local memory)
-// into its receive buffer.
+// channels (collectives/ports.go). Each rank's shard of the buffer is cut into waves of at most a
+// scratch slot. Every rank's proxy runs its requests, each a copy and a signal, on one stream,
+// one after the other, and a GPU's copy engines move one copy at a time at the full NVLink rate
+// whatever stream it is on (bench_ce_bound's timeline, docs/PERFORMANCE.md). So the order is
+// what matters: two ranks copying to one GPU at once share its links while another GPU receives
+// nothing. Every rank queues the same global order:
+//   S(0, 1), S(0, 2), ..., S(0, n-1), S(1, 1), ..., S(W-1, n-1), G(0, 1), ..., G(W-1, n-1)
+// where (w, i) names wave w and the i-th peer around the ring from this rank (rank + i), Sw
+// (scatter) copies this rank's input of wave w of the peer's shard into the peer's scratch slot
+// for this rank (bank w & 1), and Gw (gather) copies this rank's reduced wave w from its receive
+// buffer into the peer's receive buffer. While the ranks keep in step, every step of that order
+// is a permutation: each GPU sends one copy and receives one. Between them, the reducing blocks
+// reduce wave w of this rank's shard (its own input and the peers' slots, all local) into its
+// receive buffer once the wave has landed from every peer.
 //
-// Every peer sends the same sequence, so the k-th signal from a peer says which request of it
-// has landed here. One thread of the issuing block (the grid's last) runs every peer's sequence:
-// it polls the peers' signals, publishes in State.landed how many waves have landed from every
-// peer (the reducing blocks wait for it), and queues a request once it may go:
-//   Sw to peer p when w < 2, or once p's G(w-2) has landed here: p then has reduced wave w - 2
-//      and bank w & 1 of its scratch is free again;
+// One thread of the issuing block (the grid's last) runs the order: it polls the peers' port
+// signals (from a peer, its W scatters land here first, then its W gathers, in order),
+// publishes in State.landed how many waves have landed from every peer (the reducing blocks
+// wait for it), tells every peer through the block's memory channel each wave this rank has
+// reduced, and queues the next request once it may go:
+//   Sw to peer p when w < 2, or once p has said it reduced wave w - 2 (bank w & 1 of its
+//      scratch is free again);
 //   Gw once every reducing block has counted wave w in State.waves.
-// Each dependency points to an earlier request of the same sequence, so the ranks cannot wait on
-// each other in a circle, and the copy engines always have the next request queued while the
-// SMs reduce. The call ends when this rank's copies are done (flush) and every peer's Gs have
-// landed.
+// Scatters wait only on reductions of earlier waves, which wait only on scatters, so the ranks
+// cannot wait on each other in a circle; while they keep in step the waits are already met. The
+// call ends when this rank's copies are done (flush), every peer's gathers have landed and every
+// peer's reductions have been heard.
 //
 // Entering: the issuing block's descriptor handshake (every peer has entered the call, so it is
 // done with its scratch from earlier calls, and where its receive buffer is) comes first.
@@ -32,9 +39,10 @@
 
 namespace coll {
 
-// Fewest waves a call is cut into (more where a wave would not fit a scratch slot): the first
-// scatter and the last gather overlap nothing, so they should be short.
-constexpr uint64_t kPortMinWaves = 4;
+// Fewest waves a call is cut into (more where a wave would not fit a scratch slot): with two,
+// the reduction of the last wave runs while the copy engines gather the first, and the copies
+// are as few and as large as they can be.
+constexpr uint64_t kPortMinWaves = 2;
 
 // The scratch as this algorithm sees it: its data banks cut into 2 x nRanks slots, slot (bank, r)
 // holding rank r's piece of this rank's shard for the waves of parity bank.
@@ -60,17 +68,6 @@ __device__ __forceinline__ PortWaves planPortWaves(const Args& a) {
   v.wave = roundUp(ceilDiv(v.shard, fewest > kPortMinWaves ? fewest : kPortMinWaves), kVec);
   v.n = ceilDiv(v.shard, v.wave);
   return v;
-}
-
-// Request i of a peer's sequence: a gather (else a scatter) of wave `wave`.
-struct PortRequest {
-  bool gather;
-  uint32_t wave;
-};
-__device__ __forceinline__ PortRequest portRequest(uint32_t i, uint32_t n) {
-  if (i == 0) return {false, 0};
-  if (i == 2 * n - 1) return {true, n - 1};
-  return (i & 1) ? PortRequest{false, (i + 1) / 2} : PortRequest{true, i / 2 - 1};
 }
 
 // Where rank r's range of wave w is in the buffer: elements [*begin, *begin + return value).
@@ -115,16 +112,15 @@ __device__ __forceinline__ void reducePortWaves(const Args& a, const PortWaves& 
   }
 }
 
-// The issuing block: every peer's sequence of requests, driven by thread 0.
+// The issuing block: the call's requests in their global order, driven by thread 0.
 template <typename T>
 __device__ __forceinline__ void issuePortWaves(const Args& a, const PortWaves& v) {
   __shared__ char* peerRecv[kMaxZeroCopyPeers];
-  __shared__ uint32_t queued[kMaxZeroCopyPeers];    // requests queued to peer p
-  __shared__ uint32_t arrived[kMaxZeroCopyPeers];   // signals consumed from peer p
-  __shared__ uint32_t scatters[kMaxZeroCopyPeers];  // peer p's scatters landed here
-  __shared__ uint32_t gathers[kMaxZeroCopyPeers];   // peer p's gathers landed here
+  __shared__ uint32_t arrived[kMaxZeroCopyPeers];  // port signals from peer p: its scatters, then its gathers
+  __shared__ uint32_t heard[kMaxZeroCopyPeers];    // waves peer p has said it reduced
   const uint32_t nReducers = gridDim.x - 1;
   const uint32_t nPeers = a.nRanks - 1;
+  const uint32_t waves = uint32_t(v.n);
   const uint64_t bytes = a.count * sizeof(T);
   exchangeDescriptors(a, blockIdx.x, 0, bytes, nullptr, peerRecv);
   const uint64_t kSend = descRegistration(a.sendDesc);
@@ -132,37 +128,24 @@ __device__ __forceinline__ void issuePortWaves(const Args& a, const PortWaves& v
   mscclppPortChannelDeviceHandle* toScratch = a.ports + (a.portRows + kSend) * nPeers;
   mscclppPortChannelDeviceHandle* toRecv = a.ports + kRecv * nPeers;
   if (threadIdx.x == 0) {
-    const uint32_t requests = 2 * uint32_t(v.n);
-    for (uint32_t p = 0; p < nPeers; ++p) queued[p] = arrived[p] = scatters[p] = gathers[p] = 0;
-    uint32_t published = 0, reduced = 0;
+    const uint32_t scatters = waves * nPeers, requests = 2 * scatters;
+    for (uint32_t p = 0; p < nPeers; ++p) arrived[p] = heard[p] = 0;
+    uint32_t next = 0, published = 0, reduced = 0, told = 0;
     for (int64_t spins = 1;; ++spins) {
-      bool progress = false, done = true;
-      uint32_t landed = 0xffffffffu;
-      for (uint32_t i = 0; i < nPeers; ++i) {
-        const uint32_t p = rotatedPeer(a, i);
-        if (arrived[p] < requests && toRecv[p].poll()) {  // every channel to p shares one semaphore
-          (portRequest(arrived[p]++, v.n).gather ? gathers[p] : scatters[p])++;
+      bool progress = false, done = next == requests && told == waves;
+      uint32_t landed = waves;
+      for (uint32_t p = 0; p < nPeers; ++p) {
+        if (arrived[p] < 2 * waves && toRecv[p].poll()) {  // every port channel to p shares one semaphore
+          ++arrived[p];
           progress = true;
         }
-        if (queued[p] < requests) {
-          const PortRequest q = portRequest(queued[p], v.n);
-          if (q.gather ? q.wave < reduced : q.wave < 2 || gathers[p] + 1 >= q.wave) {
-            uint64_t begin;
-            if (q.gather) {
-              const uint64_t n = waveRange(a, v, a.rank, q.wave, &begin) * sizeof(T);
-              const uint64_t at = begin * sizeof(T);  // where the range is in every receive buffer
-              toRecv[p].putWithSignal(portOffset(a, kRecv, p, peerRecv[p], bytes) + at, descOffset(a.recvDesc) + at, n);
-            } else {
-              const uint64_t n = waveRange(a, v, peerRank(a, p), q.wave, &begin) * sizeof(T);
-              toScratch[p].putWithSignal(portSlotOffset(a, q.wave & 1, a.rank), descOffset(a.sendDesc) + begin * sizeof(T),
-                                         n);
-            }
-            ++queued[p];
-            progress = true;
-          }
+        mscclppMemoryChannelDeviceHandle ch = channel(a, blockIdx.x, p);
+        if (heard[p] < waves && ch.poll()) {
+          ++heard[p];
+          progress = true;
         }
-        landed = scatters[p] < landed ? scatters[p] : landed;
-        done = done && queued[p] == requests && arrived[p] == requests;
+        landed = min(landed, min(arrived[p], waves));
+        done = done && arrived[p] == 2 * waves && heard[p] == waves;
       }
       if (landed > published) {
         __threadfence();  // the pieces the signals announce are read after the counter
@@ -175,6 +158,29 @@ __device__ __forceinline__ void issuePortWaves(const Args& a, const PortWaves& v
         __threadfence_system();  // the reduced waves are read by the copy engines after the counters
         reduced = r;
         progress = true;
+      }
+      for (; told < reduced; ++told) {  // the reducing blocks are done with this wave's slots
+        for (uint32_t p = 0; p < nPeers; ++p) {
+          mscclppMemoryChannelDeviceHandle ch = channel(a, blockIdx.x, p);
+          ch.signal();
+        }
+      }
+      for (; next < requests; ++next, progress = true) {
+        const bool gather = next >= scatters;
+        const uint32_t k = gather ? next - scatters : next;
+        const uint32_t w = k / nPeers;
+        const uint32_t p = rotatedPeer(a, k % nPeers);
+        uint64_t begin;
+        if (gather) {
+          if (w >= reduced) break;
+          const uint64_t n = waveRange(a, v, a.rank, w, &begin) * sizeof(T);
+          const uint64_t at = begin * sizeof(T);  // where the range is in every receive buffer
+          toRecv[p].putWithSignal(portOffset(a, kRecv, p, peerRecv[p], bytes) + at, descOffset(a.recvDesc) + at, n);
+        } else {
+          if (w >= 2 && heard[p] + 2 <= w) break;
+          const uint64_t n = waveRange(a, v, peerRank(a, p), w, &begin) * sizeof(T);
+          toScratch[p].putWithSignal(portSlotOffset(a, w & 1, a.rank), descOffset(a.sendDesc) + begin * sizeof(T), n);
+        }
       }
       if (progress) spins = 0;
       mscclppSpinCheck(spins, a.maxSpins);
