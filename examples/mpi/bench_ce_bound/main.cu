@@ -34,7 +34,12 @@
 // (MPI_Barrier), and the bus bandwidth an AllReduce of S bytes taking that long would have,
 // 2(n-1)/n * S / t, which is what each GPU sends over NVLink per second.
 //
-//   mpirun -np 4 ./bench_ce_bound [MiB]     (S, default 1024)
+//   mpirun -np 4 ./bench_ce_bound [MiB [KiB]]
+//
+// MiB: S (default 1024). KiB: where the scratch starts in its allocation (default 0): the port
+// AllReduce's scatters into the library's scratch ran at 233-308 GB/s with its data banks 16 KiB
+// (2 ranks) or 32 KiB (4 ranks) past a 2 MiB boundary, against 383-386 for its gathers into the
+// receive buffers (docs/PERFORMANCE.md): does where a copy's destination starts matter?
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -185,11 +190,13 @@ struct Shared {
   char* mine = nullptr;
   std::vector<char*> byRank;  // byRank[r]: rank r's buffer (byRank[g_rank] == mine)
 
-  Shared(uint64_t bytes, int nranks) : byRank(nranks) {
-    checkCuda(cudaMalloc(&mine, bytes), "cudaMalloc");
-    checkCuda(cudaMemset(mine, 0, bytes), "cudaMemset");
+  // bytes usable bytes on every rank, starting `shift` bytes into the allocation.
+  Shared(uint64_t bytes, int nranks, uint64_t shift = 0) : byRank(nranks) {
+    checkCuda(cudaMalloc(&mine, bytes + shift), "cudaMalloc");
+    checkCuda(cudaMemset(mine, 0, bytes + shift), "cudaMemset");
     cudaIpcMemHandle_t h;
     checkCuda(cudaIpcGetMemHandle(&h, mine), "cudaIpcGetMemHandle");
+    mine += shift;
     std::vector<cudaIpcMemHandle_t> all(nranks);
     MPI_Allgather(&h, sizeof(h), MPI_BYTE, all.data(), sizeof(h), MPI_BYTE, MPI_COMM_WORLD);
     for (int r = 0; r < nranks; ++r) {
@@ -198,7 +205,7 @@ struct Shared {
       } else {
         void* p = nullptr;
         checkCuda(cudaIpcOpenMemHandle(&p, all[r], cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
-        byRank[r] = static_cast<char*>(p);
+        byRank[r] = static_cast<char*>(p) + shift;
       }
     }
   }
@@ -404,9 +411,10 @@ int main(int argc, char** argv) {
   b.n = nranks;
   const uint64_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : kDefaultMiB;
   check(mib > 0, "size in MiB must be positive");
+  const uint64_t shiftKiB = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 0;
   b.piece = (mib << 20) / nranks / kPieceAlign * kPieceAlign;
   b.bytes = b.piece * nranks;
-  Shared send(b.bytes, nranks), out(b.bytes, nranks), scratch(b.piece * (nranks - 1), nranks);
+  Shared send(b.bytes, nranks), out(b.bytes, nranks), scratch(b.piece * (nranks - 1), nranks, shiftKiB << 10);
   b.send = &send, b.out = &out, b.scratch = &scratch;
   int sms = 0;
   checkCuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g_rank), "SM count");
@@ -421,8 +429,10 @@ int main(int argc, char** argv) {
   for (auto& e : b.done) checkCuda(cudaEventCreate(&e), "event");
 
   if (g_rank == 0) {
-    std::printf("bench_ce_bound: %d ranks, AllReduce of %llu MiB per rank (pieces of %llu KiB), %d runs after %d warm-up\n",
-                nranks, (unsigned long long)(b.bytes >> 20), (unsigned long long)(b.piece >> 10), kRuns, kWarmupRuns);
+    std::printf("bench_ce_bound: %d ranks, AllReduce of %llu MiB per rank (pieces of %llu KiB), scratch %llu KiB into "
+                "its allocation, %d runs after %d warm-up\n",
+                nranks, (unsigned long long)(b.bytes >> 20), (unsigned long long)(b.piece >> 10),
+                (unsigned long long)shiftKiB, kRuns, kWarmupRuns);
   }
   const std::vector<cudaStream_t> one{b.peerStreams[0]};
   b.report("copies, one stream", b.time(one, [&] { b.queueCopies(one); }));
