@@ -401,8 +401,8 @@ __device__ __forceinline__ void exchangeSignals(const Args& a, uint32_t block) {
 }  // namespace coll
 
 // The least number of blocks per SM an entry point is compiled for (__launch_bounds__'s second
-// argument). kAnyBlocksPerSM leaves the register budget to ptxas's heuristic; kOneBlockPerSM
-// lets a block have every register of an SM, which the rsag kernels need: every launch has at
+// argument). COLL_ANY_BLOCKS_PER_SM leaves the register budget to ptxas's heuristic;
+// COLL_ONE_BLOCK_PER_SM lets a block have every register of an SM, which the rsag kernels need: every launch has at
 // most one block per SM, and without it ptxas capped them at 64 registers and spilled.
 #define COLL_ANY_BLOCKS_PER_SM 0
 #define COLL_ONE_BLOCK_PER_SM 1

@@ -12,9 +12,9 @@ namespace coll {
 // The two regions of a data bank: the peers' inputs to reduce, and the reduced pieces they send.
 enum Region : uint32_t { kReduceSlots = 0, kGatherSlots = 1 };
 
-// AllReduces of at least kScatterTogetherMinBytes on more than 2 ranks store the pieces of a
-// round to every peer at once (interleaved, scatterBytes) instead of one peer after the other:
-// on 4 x H200 that made 1 GiB 3-5 % faster, and 4-64 MiB 1-2 % slower (docs/PERFORMANCE.md).
+// AllReduces of at least kScatterTogetherMinBytes on 3 to kMaxZeroCopyPeers + 1 ranks store the
+// pieces of a round to every peer at once (interleaved, scatterBytes) instead of one peer after
+// the other: on 4 x H200 that made 1 GiB 2-4 % faster and 128 MiB 1 % slower (docs/PERFORMANCE.md).
 constexpr uint64_t kScatterTogetherMinBytes = uint64_t(256) << 20;
 
 // Step 1 of a round: copies this rank's n elements at `off` of every peer's shard (shard elements
@@ -31,7 +31,7 @@ __device__ __forceinline__ void scatterPieces(const Args& a, uint32_t bank, uint
     dst = static_cast<char*>(channel(a, block, p).dst) + dataSlotOffset(a, bank, kReduceSlots, a.rank, block);
     bytes = clampLen(begin, n, a.count) * sizeof(T);
   };
-  if (nPeers < 2 || a.count * sizeof(T) < kScatterTogetherMinBytes) {
+  if (nPeers < 2 || nPeers > kMaxZeroCopyPeers || a.count * sizeof(T) < kScatterTogetherMinBytes) {
     for (uint32_t i = 0; i < nPeers; ++i) {
       const char* src;
       char* dst;
