@@ -34,12 +34,14 @@
 // (MPI_Barrier), and the bus bandwidth an AllReduce of S bytes taking that long would have,
 // 2(n-1)/n * S / t, which is what each GPU sends over NVLink per second.
 //
-//   mpirun -np 4 ./bench_ce_bound [MiB [KiB]]
+//   mpirun -np 4 ./bench_ce_bound [MiB [shift KiB [pad KiB]]]
 //
-// MiB: S (default 1024). KiB: where the scratch starts in its allocation (default 0): the port
-// AllReduce's scatters into the library's scratch ran at 233-308 GB/s with its data banks 16 KiB
-// (2 ranks) or 32 KiB (4 ranks) past a 2 MiB boundary, against 383-386 for its gathers into the
-// receive buffers (docs/PERFORMANCE.md): does where a copy's destination starts matter?
+// MiB: S (default 1024). shift: where the scratch starts in its allocation; pad: bytes allocated
+// after it (both default 0). The port AllReduce's scatters into the library's scratch ran at
+// 233-308 GB/s against 383-386 for its gathers into the receive buffers (docs/PERFORMANCE.md)
+// while the scratch's data banks started 16 KiB (2 ranks) or 32 KiB (4 ranks) past a 2 MiB
+// boundary and its size was 16 or 32 KiB over a multiple of 2 MiB; one build with both aligned
+// ran them at full speed. Does a copy's destination offset, or its allocation's size, matter?
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -190,10 +192,11 @@ struct Shared {
   char* mine = nullptr;
   std::vector<char*> byRank;  // byRank[r]: rank r's buffer (byRank[g_rank] == mine)
 
-  // bytes usable bytes on every rank, starting `shift` bytes into the allocation.
-  Shared(uint64_t bytes, int nranks, uint64_t shift = 0) : byRank(nranks) {
-    checkCuda(cudaMalloc(&mine, bytes + shift), "cudaMalloc");
-    checkCuda(cudaMemset(mine, 0, bytes + shift), "cudaMemset");
+  // bytes usable bytes on every rank, starting `shift` bytes into an allocation of
+  // shift + bytes + pad bytes.
+  Shared(uint64_t bytes, int nranks, uint64_t shift = 0, uint64_t pad = 0) : byRank(nranks) {
+    checkCuda(cudaMalloc(&mine, shift + bytes + pad), "cudaMalloc");
+    checkCuda(cudaMemset(mine, 0, shift + bytes + pad), "cudaMemset");
     cudaIpcMemHandle_t h;
     checkCuda(cudaIpcGetMemHandle(&h, mine), "cudaIpcGetMemHandle");
     mine += shift;
@@ -412,9 +415,10 @@ int main(int argc, char** argv) {
   const uint64_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : kDefaultMiB;
   check(mib > 0, "size in MiB must be positive");
   const uint64_t shiftKiB = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 0;
+  const uint64_t padKiB = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 0;
   b.piece = (mib << 20) / nranks / kPieceAlign * kPieceAlign;
   b.bytes = b.piece * nranks;
-  Shared send(b.bytes, nranks), out(b.bytes, nranks), scratch(b.piece * (nranks - 1), nranks, shiftKiB << 10);
+  Shared send(b.bytes, nranks), out(b.bytes, nranks), scratch(b.piece * (nranks - 1), nranks, shiftKiB << 10, padKiB << 10);
   b.send = &send, b.out = &out, b.scratch = &scratch;
   int sms = 0;
   checkCuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g_rank), "SM count");
@@ -430,9 +434,9 @@ int main(int argc, char** argv) {
 
   if (g_rank == 0) {
     std::printf("bench_ce_bound: %d ranks, AllReduce of %llu MiB per rank (pieces of %llu KiB), scratch %llu KiB into "
-                "its allocation, %d runs after %d warm-up\n",
+                "its allocation with %llu KiB after it, %d runs after %d warm-up\n",
                 nranks, (unsigned long long)(b.bytes >> 20), (unsigned long long)(b.piece >> 10),
-                (unsigned long long)shiftKiB, kRuns, kWarmupRuns);
+                (unsigned long long)shiftKiB, (unsigned long long)padKiB, kRuns, kWarmupRuns);
   }
   const std::vector<cudaStream_t> one{b.peerStreams[0]};
   b.report("copies, one stream", b.time(one, [&] { b.queueCopies(one); }));
