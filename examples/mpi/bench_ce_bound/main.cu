@@ -264,20 +264,30 @@ struct Bench {
     checkCuda(cudaMemcpyAsync(p.dst + from, p.src + from, len, cudaMemcpyDeviceToDevice, s), "copy");
   }
 
-  // Queues bytes [from, from + len) of each of the AllReduce pattern's pieces as copies: on
-  // `streams[i % streams.size()]` for the i-th peer.
-  void queueCopies(const std::vector<cudaStream_t>& streams, uint64_t from, uint64_t len) {
-    const std::vector<Piece> pieces = peerPieces();
-    for (size_t k = 0; k < pieces.size(); ++k) queueCopy(pieces[k], from, len, streams[(k / 2) % streams.size()]);
-  }
-  void queueCopies(const std::vector<cudaStream_t>& streams) { queueCopies(streams, 0, piece); }
+  // The bytes of a piece in each of kWaves waves.
+  uint64_t waveBytes() const { return piece / kWaves / kPieceAlign * kPieceAlign; }
 
-  // The copies in kWaves waves (in each wave, a wave's share of every piece), the i-th peer's on
-  // streams[i % streams.size()].
-  void queueCopyWaves(const std::vector<cudaStream_t>& streams) {
-    const uint64_t wave = piece / kWaves / kPieceAlign * kPieceAlign;
-    for (uint64_t from = 0; from < piece; from += wave) queueCopies(streams, from, std::min(wave, piece - from));
+  // Calls copy(piece, from, len, i) for bytes [0, bytes) of each of the AllReduce pattern's
+  // pieces, cut into copies of at most `wave` bytes, wave by wave (in each wave, that wave's share
+  // of every piece); i is the index of the piece's peer.
+  template <typename CopyFn>
+  void forEachCopy(uint64_t bytes, uint64_t wave, CopyFn copy) const {
+    const std::vector<Piece> pieces = peerPieces();
+    for (uint64_t from = 0; from < bytes; from += wave) {
+      for (size_t k = 0; k < pieces.size(); ++k) copy(pieces[k], from, std::min(wave, bytes - from), k / 2);
+    }
   }
+
+  // Queues forEachCopy's copies, the i-th peer's on streams[i % streams.size()].
+  void queueCopies(const std::vector<cudaStream_t>& streams, uint64_t bytes, uint64_t wave) const {
+    forEachCopy(bytes, wave, [&](const Piece& p, uint64_t from, uint64_t len, size_t i) {
+      queueCopy(p, from, len, streams[i % streams.size()]);
+    });
+  }
+  // Every piece whole.
+  void queueCopies(const std::vector<cudaStream_t>& streams) const { queueCopies(streams, piece, piece); }
+  // Every piece in kWaves waves.
+  void queueCopyWaves(const std::vector<cudaStream_t>& streams) const { queueCopies(streams, piece, waveBytes()); }
 
   // The ring pattern as copies on s, each piece cut into `cuts` copies.
   void queueRingCopies(cudaStream_t s, int cuts) {
@@ -464,20 +474,14 @@ int main(int argc, char** argv) {
     char what[64];
     std::snprintf(what, sizeof(what), "split: %.0f %% copies, rest SM stores", share * 100);
     b.report(what, b.time(all, [&] {
-      b.queueCopies(b.peerStreams, 0, ce);
+      b.queueCopies(b.peerStreams, ce, ce);
       b.queueSmCopies(b.reduceStream, b.peerPieces(), ce);
     }));
   }
   // The i-th peer's pieces on the i-th stream, whole, then in kWaves waves.
-  const auto timedCopies = [&](auto copy, uint64_t wave) {
-    const std::vector<Bench::Piece> pieces = b.peerPieces();
-    for (uint64_t from = 0; from < b.piece; from += wave) {
-      for (size_t k = 0; k < pieces.size(); ++k) copy(pieces[k], from, std::min(wave, b.piece - from), k / 2);
-    }
-  };
-  b.timeline("copies, a stream per peer", b.peerStreams, [&](auto copy) { timedCopies(copy, b.piece); });
-  const uint64_t wave = b.piece / kWaves / kPieceAlign * kPieceAlign;
-  b.timeline("copies in waves, a stream per peer", b.peerStreams, [&](auto copy) { timedCopies(copy, wave); });
+  b.timeline("copies, a stream per peer", b.peerStreams, [&](auto copy) { b.forEachCopy(b.piece, b.piece, copy); });
+  b.timeline("copies in waves, a stream per peer", b.peerStreams,
+             [&](auto copy) { b.forEachCopy(b.piece, b.waveBytes(), copy); });
 #ifdef BENCH_HAVE_TMA
   checkCuda(cudaFuncSetAttribute(tmaCopyKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kTmaSharedBytes)),
             "TMA kernel shared memory");
