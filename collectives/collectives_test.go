@@ -238,8 +238,8 @@ func TestAgreeMaxGrid(t *testing.T) {
 }
 
 // TestScratchLayout: the packet slots hold packetMaxBytes of data as LL16 packets, the
-// descriptor packets and then the data banks start aligned after them, and chunks are 16-byte
-// multiples.
+// descriptor packets and then the data banks start aligned after them, chunks are 16-byte
+// multiples, and the allocation's size is a multiple of 2 MiB with less than 2 MiB unused.
 func TestScratchLayout(t *testing.T) {
 	for _, n := range []int{2, 3, 4, 8} {
 		l := scratchLayout(n)
@@ -250,17 +250,21 @@ func TestScratchLayout(t *testing.T) {
 		assert.Zero(t, l.dataOffset%256)
 		assert.Zero(t, l.chunkBytes%16)
 		assert.GreaterOrEqual(t, l.chunkBytes, uint64(minChunkBytes))
-		assert.Equal(t, l.dataOffset+uint64(4*n*maxBlocks)*l.chunkBytes, l.total)
+		used := l.dataOffset + uint64(4*n*maxBlocks)*l.chunkBytes
+		assert.LessOrEqual(t, used, l.total)
+		assert.Less(t, l.total-used, uint64(2<<20))
+		assert.Zero(t, l.total%(2<<20), "%d ranks: total %d", n, l.total)
 	}
 }
 
 // TestScratchBytes: the scratch size that doc.go and mscclppCollCommCreate's comment state, about
-// 512 MiB plus 8 MiB per rank up to 16 ranks (within 1 MiB: the descriptors and the alignment).
+// 512 MiB plus 8 MiB per rank up to 16 ranks (within 2 MiB: the descriptors and the rounding up
+// to a multiple of 2 MiB).
 func TestScratchBytes(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 4, 8, 16} {
 		stated := uint64(512<<20) + uint64(n)*(8<<20)
 		total := scratchLayout(n).total
-		assert.LessOrEqual(t, total, stated+(1<<20), "%d ranks", n)
+		assert.LessOrEqual(t, total, stated+(2<<20), "%d ranks", n)
 		assert.GreaterOrEqual(t, total+(1<<20), stated, "%d ranks", n)
 	}
 }

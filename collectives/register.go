@@ -57,6 +57,10 @@ type registrationEntry struct {
 // the call fail on the GPU (the kernel traps), never write astray. Registrations must not
 // overlap. Close the registration before freeing the buffer; a call that finds the buffer freed
 // and allocated again returns an error.
+//
+// Allocate buffers for the copy-engine algorithms in multiples of 2 MiB: the copy engines write
+// into a peer's allocation of any other size at about four fifths of their speed (Register logs
+// it at level info).
 func (c *Comm) Register(ctx context.Context, ptr cuda.DevicePtr, size uint64) (*Registration, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -83,7 +87,15 @@ func (c *Comm) Register(ctx context.Context, ptr cuda.DevicePtr, size uint64) (*
 	}
 	r := &Registration{c: c, index: index, ptr: ptr, size: size}
 	var err error
-	if err = c.onGPU(func() (err error) { r.buffer, err = cuda.PointerBufferID(ptr); return err }); err != nil {
+	var allocBytes int
+	err = c.onGPU(func() (err error) {
+		if r.buffer, err = cuda.PointerBufferID(ptr); err != nil {
+			return err
+		}
+		_, allocBytes, err = cuda.MemGetAddressRange(ptr)
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	row, err := c.exchangeRegistration(ctx, r)
@@ -114,6 +126,10 @@ func (c *Comm) Register(ctx context.Context, ptr cuda.DevicePtr, size uint64) (*
 	c.regs = append(c.regs, r)
 	sort.Slice(c.regs, func(i, j int) bool { return c.regs[i].ptr < c.regs[j].ptr })
 	c.log.Debug("registered buffer", "registration", index, "ptr", fmt.Sprintf("%#x", uint64(ptr)), "bytes", size)
+	if c.ports != nil && allocBytes%peerAllocAlign != 0 {
+		c.log.Info("registered buffer's allocation is not a multiple of 2 MiB: the copy engines write into it at about four fifths of their speed",
+			"registration", index, "allocationBytes", allocBytes)
+	}
 	return r, nil
 }
 
