@@ -101,6 +101,9 @@ func TestChooseAllReduceCopyEngines(t *testing.T) {
 		{1 << 30, 4, recvOnly, AlgoPort, AlgoRSAGDirect, maxBlocks},
 		{1 << 30, 4, registered{}, AlgoPort, AlgoRSAG, maxBlocks},
 		{1 << 30, 4, both, AlgoAuto, AlgoRSAGDirect, maxBlocks},
+		{256 << 20, 2, both, AlgoAuto, AlgoPort, maxBlocks},
+		{128 << 20, 2, both, AlgoAuto, AlgoRSAGDirect, maxBlocks},
+		{1 << 30, 2, recvOnly, AlgoAuto, AlgoRSAGDirect, maxBlocks},
 	}
 	for _, tt := range tests {
 		p := chooseAllReduce(tt.bytes, Float32, tt.nRanks, maxBlocks, tt.reg, tt.forced)

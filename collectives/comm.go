@@ -176,17 +176,8 @@ func (c *Comm) Device() int { return c.device }
 
 // allocate loads the kernels and allocates the zeroed scratch and state. The GPU's context is current.
 func (c *Comm) allocate(lay layout) error {
-	mods, err := kernels.Modules()
-	if err != nil {
+	if err := c.loadModules(); err != nil {
 		return err
-	}
-	for _, m := range mods {
-		mod, err := cuda.LoadModule(m.PTX)
-		if err != nil {
-			return fmt.Errorf("load kernels %s: %w", m.Name, err)
-		}
-		c.modules = append(c.modules, mod)
-		c.modNames = append(c.modNames, m.Name)
 	}
 	// Resolve every entry point now: nothing but the launch happens in a call (which may be
 	// inside a CUDA graph capture).
@@ -195,6 +186,7 @@ func (c *Comm) allocate(lay layout) error {
 			return err
 		}
 	}
+	var err error
 	if c.scratch, err = c.alloc(int(lay.total)); err != nil {
 		return fmt.Errorf("scratch of %d bytes: %w", lay.total, err)
 	}
@@ -202,6 +194,38 @@ func (c *Comm) allocate(lay layout) error {
 		return fmt.Errorf("state: %w", err)
 	}
 	return nil
+}
+
+// loadModules loads the embedded kernel modules, all at once. The first time a GPU model and
+// driver meet a module's PTX, the driver compiles it (seconds per module, up to about 10 for the
+// largest; the driver caches the result), so loading them one at a time took the sum of those
+// (over 30 seconds) where loading them concurrently takes about the largest one's time.
+func (c *Comm) loadModules() error {
+	mods, err := kernels.Modules()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	loaded := make([]cuda.Module, len(mods))
+	loadErrs := make([]error, len(mods))
+	var wg sync.WaitGroup
+	for i, m := range mods {
+		wg.Go(func() {
+			err := c.onGPU(func() (err error) { loaded[i], err = cuda.LoadModule(m.PTX); return err })
+			if err != nil {
+				loadErrs[i] = fmt.Errorf("load kernels %s: %w", m.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, m := range mods {
+		if loadErrs[i] == nil { // release unloads what did load
+			c.modules = append(c.modules, loaded[i])
+			c.modNames = append(c.modNames, m.Name)
+		}
+	}
+	c.log.Info("kernels loaded", "modules", len(mods), "took", time.Since(start).Round(time.Millisecond))
+	return errors.Join(loadErrs...)
 }
 
 // alloc allocates n zeroed bytes, freed by release. The GPU's context is current.

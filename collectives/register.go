@@ -34,7 +34,7 @@ type Registration struct {
 	peers  []core.RegisteredMemory // the peers' buffers, mapped here
 	closed bool                    // guarded by c.mu
 	// copyEngine: the registration's port channels are bound to its buffers (ports.go), so
-	// AllGather may run through the copy engines. Guarded by c.mu.
+	// AllGather and AllReduce may run through the copy engines. Guarded by c.mu.
 	copyEngine bool
 }
 
