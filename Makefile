@@ -13,6 +13,24 @@ PC       := $(BUILD)/lib/pkgconfig/mscclpp.pc
 HEADERS  := $(wildcard include/*.h include/mscclpp/*.h)
 GO_SRC   := go.mod go.sum $(shell find capi core channels collectives kernels internal include -type f \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.s' -o -name '*.ptx' \) -not -name '*_test.go')
 
+# The library's kernels: kernels/src/*.cu compiled to PTX in kernels/ptx/, which is committed and
+# embedded by package kernels (so `go build` needs no nvcc). No -lineinfo: it would write
+# absolute paths into the PTX.
+KERNEL_SRC      := $(wildcard kernels/src/*.cu)
+KERNEL_PTX      := $(patsubst kernels/src/%.cu,kernels/ptx/%.ptx,$(KERNEL_SRC))
+NVCC_PTX_FLAGS  := -std=c++17 -O3 -ptx -arch=compute_80 -Iinclude
+
+# What the library built here embeds (SASS=1, the default): per module a compressed fatbin of
+# machine code for sm_80 and sm_90 and the PTX for other GPUs, so that no first run waits while the
+# driver compiles the PTX (about 40 s on an H200). SASS=0 embeds the PTX alone and needs no nvcc.
+# The fatbins are made from the committed PTX and not committed; next to each, the PTX's sha256,
+# which the kernels package's tests compare with the PTX.
+SASS              ?= 1
+KERNEL_FATBIN     := $(patsubst kernels/ptx/%.ptx,kernels/fatbin/%.fatbin,$(KERNEL_PTX))
+NVCC_FATBIN_FLAGS := -fatbin -arch=compute_80 -code=sm_80,sm_90,compute_80 -Xfatbin=-compress-all
+KERNEL_IMAGES     := $(if $(filter 1,$(SASS)),$(KERNEL_FATBIN))
+GO_TAGS           := $(if $(filter 1,$(SASS)),-tags mscclpp_sass)
+
 # mpirun refuses to run as root unless told; the examples need more ranks than CI has cores.
 MPIRUN       ?= mpirun
 MPIRUN_FLAGS := --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root) \
@@ -25,15 +43,15 @@ EXAMPLES     := $(BUILD)/examples/bootstrap
 TEST_BINS    := $(BUILD)/tests/refusals $(BUILD)/tests/core_refusals
 
 .PHONY: all lib headers pkgconfig install deps test vet gotest fuzz abi-check kernels kernels-check examples \
-	examples-test capi-test mpi-gotest cuda-examples tools gpu-bundle gpu-test gpu-bench gpu-compare gpu-profile clean help
+	examples-test capi-test mpi-gotest cuda-examples fatbins tools gpu-bundle gpu-test gpu-bench gpu-compare gpu-profile clean help
 
 all: lib headers pkgconfig ## build libmscclpp.so, the public headers and the pkg-config file
 
 lib: $(LIB)
 
-$(LIB): $(GO_SRC)
+$(LIB): $(GO_SRC) $(KERNEL_IMAGES)
 	@mkdir -p $(BUILD)/lib $(BUILD)/cgo
-	$(GO) build -buildmode=c-shared -trimpath \
+	$(GO) build $(GO_TAGS) -buildmode=c-shared -trimpath \
 		-ldflags='-extldflags=-Wl,-soname,libmscclpp.so' -o $@ ./capi
 	@# cgo writes the header of the exports next to the library; it is not a public header.
 	@mv $(BUILD)/lib/libmscclpp.h $(BUILD)/cgo/libmscclpp_cgo.h
@@ -67,8 +85,9 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-gotest:
+gotest: $(KERNEL_IMAGES)
 	$(GO) test -race -count=1 ./...
+	$(if $(GO_TAGS),$(GO) test -count=1 $(GO_TAGS) ./kernels ./collectives)
 
 # A count of executions, not a duration: with a duration Go 1.26's fuzz coordinator can fail a
 # target with a bare "context deadline exceeded" as the time runs out (golang/go#75804, fixed in
@@ -83,17 +102,17 @@ fuzz: ## run each fuzz target briefly
 		done; \
 	done
 
-# The library's kernels: kernels/src/*.cu compiled to PTX in kernels/ptx/, which is committed and
-# embedded by package kernels (so `go build` needs no nvcc). No -lineinfo: it would write
-# absolute paths into the PTX.
-KERNEL_SRC      := $(wildcard kernels/src/*.cu)
-KERNEL_PTX      := $(patsubst kernels/src/%.cu,kernels/ptx/%.ptx,$(KERNEL_SRC))
-NVCC_PTX_FLAGS  := -std=c++17 -O3 -ptx -arch=compute_80 -Iinclude
-
 kernels: $(KERNEL_PTX) ## regenerate kernels/ptx/*.ptx after editing kernels/src
 
 kernels/ptx/%.ptx: kernels/src/%.cu $(wildcard kernels/src/*.cuh) $(HEADERS)
 	$(NVCC) $(NVCC_PTX_FLAGS) $< -o $@
+
+fatbins: $(KERNEL_FATBIN) ## build kernels/fatbin/ from kernels/ptx/ (make does when SASS=1)
+
+kernels/fatbin/%.fatbin: kernels/ptx/%.ptx
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FATBIN_FLAGS) $< -o $@
+	sha256sum $< | cut -d' ' -f1 > $(@:.fatbin=.ptx.sha256)
 
 kernels-check: ## fail when the committed PTX is not what kernels/src compiles to
 	@mkdir -p $(BUILD)/ptx-check
@@ -168,17 +187,17 @@ GPU_GO_TESTS := core/cuda core core/proxy channels collectives
 
 TOOLS := $(wildcard cmd/*)
 
-tools: ## build the command-line tools (cmd/*) into build/bin
+tools: $(KERNEL_IMAGES) ## build the command-line tools (cmd/*) into build/bin
 	@mkdir -p $(BUILD)/bin
-	@for t in $(TOOLS); do echo "go build ./$$t"; $(GO) build -o $(BUILD)/bin/$$(basename $$t) ./$$t || exit 1; done
+	@for t in $(TOOLS); do echo "go build ./$$t"; $(GO) build $(GO_TAGS) -o $(BUILD)/bin/$$(basename $$t) ./$$t || exit 1; done
 
 gpu-bundle: all tools ## build everything `make gpu-test` needs into build/ (needs Go)
-	$(GO) build -o $(BUILD)/bin/example-collectives ./examples/go/collectives
+	$(GO) build $(GO_TAGS) -o $(BUILD)/bin/example-collectives ./examples/go/collectives
 	@mkdir -p $(BUILD)/gotest
 	@for pkg in $(GPU_GO_TESTS); do \
 		if [ -d $$pkg ]; then \
 			echo "go test -c ./$$pkg"; \
-			$(GO) test -c -ldflags="-s -w" -o $(BUILD)/gotest/$$(echo $$pkg | tr / _).test ./$$pkg || exit 1; \
+			$(GO) test -c $(GO_TAGS) -ldflags="-s -w" -o $(BUILD)/gotest/$$(echo $$pkg | tr / _).test ./$$pkg || exit 1; \
 		fi; \
 	done
 
@@ -195,7 +214,7 @@ gpu-test: ## on the GPU host: build the CUDA/MPI programs against build/, run th
 	./scripts/gpu-test.sh
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) kernels/fatbin
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'

@@ -196,10 +196,11 @@ func (c *Comm) allocate(lay layout) error {
 	return nil
 }
 
-// loadModules loads the embedded kernel modules. The first time a GPU model and driver meet a
-// module's PTX, the driver compiles it (about 40 seconds for all of them on an H200; the driver
-// caches the result under ~/.nv/ComputeCache, and later loads take tens of milliseconds), so the
-// time it took is logged. Loading them concurrently did not help: the driver compiled one at a time.
+// loadModules loads the embedded kernel modules. Built by make, they hold machine code for sm_80
+// and sm_90 and load in milliseconds; on another GPU, or built without the mscclpp_sass tag, the
+// driver compiles their PTX at the first load (about 40 s for all of them on an H200, one module
+// at a time however they are loaded) and caches the result under ~/.nv/ComputeCache. So the time
+// the load took is logged.
 func (c *Comm) loadModules() error {
 	mods, err := kernels.Modules()
 	if err != nil {
@@ -207,14 +208,14 @@ func (c *Comm) loadModules() error {
 	}
 	start := time.Now()
 	for _, m := range mods {
-		mod, err := cuda.LoadModule(m.PTX)
+		mod, err := cuda.LoadModule(m.Image)
 		if err != nil {
 			return fmt.Errorf("load kernels %s: %w", m.Name, err)
 		}
 		c.modules = append(c.modules, mod)
 		c.modNames = append(c.modNames, m.Name)
 	}
-	c.log.Info("kernels loaded", "modules", len(mods), "took", time.Since(start).Round(time.Millisecond))
+	c.log.Info("kernels loaded", "modules", len(mods), "format", kernels.ImageFormat, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

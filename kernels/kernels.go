@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"embed"
 	"fmt"
 	"io/fs"
 	"path"
@@ -9,28 +8,29 @@ import (
 	"strings"
 )
 
-//go:embed ptx/*.ptx
-var ptx embed.FS
-
-// Module is the PTX of one source file of src/.
+// Module is one source file of src/, compiled.
 type Module struct {
-	Name string // the source file's name without .cu, e.g. "allreduce_packet"
-	PTX  []byte
+	Name  string // the source file's name without .cu, e.g. "allreduce_packet"
+	Image []byte // what cuModuleLoadData takes: PTX text, or a fatbin (see ImageFormat)
 }
 
 // Modules returns every embedded module, sorted by name.
 func Modules() ([]Module, error) {
-	entries, err := fs.ReadDir(ptx, "ptx")
+	entries, err := fs.ReadDir(images, imageDir)
 	if err != nil {
 		return nil, fmt.Errorf("embedded kernels: %w", err)
 	}
 	var mods []Module
 	for _, e := range entries {
-		b, err := ptx.ReadFile(path.Join("ptx", e.Name()))
+		name, ok := strings.CutSuffix(e.Name(), "."+ImageFormat)
+		if !ok {
+			continue
+		}
+		b, err := images.ReadFile(path.Join(imageDir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("embedded kernels: %w", err)
 		}
-		mods = append(mods, Module{Name: strings.TrimSuffix(e.Name(), ".ptx"), PTX: b})
+		mods = append(mods, Module{Name: name, Image: b})
 	}
 	sort.Slice(mods, func(i, j int) bool { return mods[i].Name < mods[j].Name })
 	return mods, nil

@@ -1,24 +1,71 @@
 package kernels
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestModulesHaveTheirEntryPoints checks that the embedded PTX declares the kernels the
-// collectives package launches, one per element type where the kernel reduces.
-func TestModulesHaveTheirEntryPoints(t *testing.T) {
+// committedPTX reads ptx/, which the tests find whatever the build embeds.
+func committedPTX(t *testing.T) (names []string, ptx map[string][]byte) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("ptx", "*.ptx"))
+	require.NoError(t, err)
+	ptx = map[string][]byte{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		name := strings.TrimSuffix(filepath.Base(f), ".ptx")
+		names = append(names, name)
+		ptx[name] = b
+	}
+	return names, ptx
+}
+
+// TestModulesAreTheCommittedPTX: the embedded modules are the committed PTX, or fatbins made
+// from exactly that PTX (fatbin/NAME.ptx.sha256 is the hash of the PTX make compiled).
+func TestModulesAreTheCommittedPTX(t *testing.T) {
+	const fatbinMagic = 0xBA55ED50 // the first word of a fatbin, little-endian
+	names, ptx := committedPTX(t)
 	mods, err := Modules()
 	require.NoError(t, err)
+	var got []string
+	for _, m := range mods {
+		got = append(got, m.Name)
+		switch ImageFormat {
+		case "ptx":
+			assert.Equal(t, ptx[m.Name], m.Image, m.Name)
+		case "fatbin":
+			require.GreaterOrEqual(t, len(m.Image), 4, m.Name)
+			assert.Equal(t, uint32(fatbinMagic), binary.LittleEndian.Uint32(m.Image), m.Name)
+			made, err := os.ReadFile(filepath.Join("fatbin", m.Name+".ptx.sha256"))
+			require.NoError(t, err, m.Name)
+			sum := sha256.Sum256(ptx[m.Name])
+			assert.Equal(t, hex.EncodeToString(sum[:]), strings.TrimSpace(string(made)),
+				"fatbin/%s.fatbin was made from other PTX: run make fatbins", m.Name)
+		default:
+			t.Fatalf("unknown ImageFormat %q", ImageFormat)
+		}
+	}
+	assert.Equal(t, names, got)
+}
+
+// TestModulesHaveTheirEntryPoints checks that the PTX declares the kernels the collectives
+// package launches, one per element type where the kernel reduces.
+func TestModulesHaveTheirEntryPoints(t *testing.T) {
+	names, ptx := committedPTX(t)
 	entries := map[string]bool{}
 	entry := regexp.MustCompile(`(?m)^\.visible \.entry (\w+)\(`)
-	names := []string{}
-	for _, m := range mods {
-		names = append(names, m.Name)
-		for _, e := range entry.FindAllSubmatch(m.PTX, -1) {
+	for _, name := range names {
+		for _, e := range entry.FindAllSubmatch(ptx[name], -1) {
 			entries[string(e[1])] = true
 		}
 	}
