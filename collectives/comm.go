@@ -72,6 +72,10 @@ type layout struct {
 // into the scratch.
 const peerAllocAlign = 2 << 20
 
+// slowModuleLoad is how long a kernel load may take before a warning says the driver was
+// compiling PTX (a cached load takes milliseconds).
+const slowModuleLoad = 5 * time.Second
+
 func scratchLayout(nRanks int) layout {
 	const align = 256
 	slot := uint64(packetMaxBytes / packetWordBytes * 16) // LL16: 16 packet bytes per 8 data bytes
@@ -196,11 +200,12 @@ func (c *Comm) allocate(lay layout) error {
 	return nil
 }
 
-// loadModules loads the embedded kernel modules. Built by make, they hold machine code for sm_80
-// and sm_90 and load in milliseconds; on another GPU, or built without the mscclpp_sass tag, the
-// driver compiles their PTX at the first load (about 40 s for all of them on an H200, one module
-// at a time however they are loaded) and caches the result under ~/.nv/ComputeCache. So the time
-// the load took is logged.
+// loadModules loads the embedded kernel modules. The driver compiles a module's PTX the first
+// time it meets it on a GPU model, and caches the result under ~/.nv/ComputeCache: about 40 s for
+// all of them on an H200 (one module at a time however they are loaded). Built by make, the large
+// modules carry machine code for sm_80 and sm_90 and the first load takes about 2 s (package
+// kernels). So the time the load took is logged, and a load slow enough to look like a hang says
+// why.
 func (c *Comm) loadModules() error {
 	mods, err := kernels.Modules()
 	if err != nil {
@@ -215,7 +220,12 @@ func (c *Comm) loadModules() error {
 		c.modules = append(c.modules, mod)
 		c.modNames = append(c.modNames, m.Name)
 	}
-	c.log.Info("kernels loaded", "modules", len(mods), "format", kernels.ImageFormat, "took", time.Since(start).Round(time.Millisecond))
+	took := time.Since(start)
+	c.log.Info("kernels loaded", "modules", len(mods), "format", kernels.ImageFormat, "took", took.Round(time.Millisecond))
+	if took > slowModuleLoad {
+		c.log.Warn("the CUDA driver compiled the kernels' PTX for this GPU (cached for later runs under ~/.nv/ComputeCache)",
+			"took", took.Round(time.Second), "format", kernels.ImageFormat)
+	}
 	return nil
 }
 
