@@ -88,8 +88,9 @@ func allReduceDirectLimit(nRanks int) uint64 {
 
 // allReducePortMinBytes: with the send and receive buffers registered with copy engines, an
 // AllReduce of at least this many bytes runs as port. On 2 GPUs it was 2-5 % faster than
-// rsag_direct from 256 MiB and 3 % slower at 128 MiB; on 3 or more it has not been measured
-// faster since the scratch's size became a multiple of 2 MiB, so it is never picked there.
+// rsag_direct from 256 MiB and 3 % slower at 128 MiB. On 4 GPUs (scratch size a multiple of
+// 2 MiB) it was 1-3 % faster out of place at 256 and 512 MiB but 5-10 % slower at 128 MiB and
+// 1 GiB and unsteady in place, so on 3 or more ranks it is not picked.
 func allReducePortMinBytes(nRanks int) uint64 {
 	if nRanks <= 2 {
 		return 256 << 20
