@@ -203,7 +203,7 @@ func (c *Comm) allocate(lay layout) error {
 // loadModules loads the embedded kernel modules. The driver compiles a module's PTX the first
 // time it meets it on a GPU model, and caches the result under ~/.nv/ComputeCache: about 40 s for
 // all of them on an H200 (one module at a time however they are loaded). Built by make, the large
-// modules carry machine code for sm_80 and sm_90 and the first load takes about 2 s (package
+// modules carry machine code for sm_80 and sm_90 and the first load takes 2-3.5 s (package
 // kernels). So the time the load took is logged, and a load slow enough to look like a hang says
 // why.
 func (c *Comm) loadModules() error {
