@@ -21,20 +21,24 @@ KERNEL_SRC      := $(wildcard kernels/src/*.cu)
 KERNEL_PTX      := $(patsubst kernels/src/%.cu,kernels/ptx/%.ptx,$(KERNEL_SRC))
 NVCC_PTX_FLAGS  := -std=c++17 -O3 -ptx -arch=compute_80 -Iinclude
 
-# What the library built here embeds (SASS=1, the default): per module a compressed fatbin with
-# the PTX, and for the modules in KERNEL_SASS machine code for sm_80 and sm_90 too. Those are the
-# ones the driver would take seconds to compile (about 40 s together on an H200), so a first run
-# does not wait for them; the others (under 2 s together) are left to the driver, whose compiler is
-# newer than the toolkit's: on 2 x H200 the small-message kernels ran 1-3 % slower as CUDA 11.8's
-# machine code than as the driver's, the AllGather of 2 MiB 5 %. SASS=0 embeds the PTX alone and needs no nvcc. The fatbins
-# are made from the committed PTX and not committed; next to each, the PTX's sha256, which the
-# kernels package's tests compare with the PTX.
+# What the library built here embeds (SASS=1, the default; SASS=0 embeds the PTX alone and needs
+# no nvcc): per module a compressed fatbin with the PTX, and for the modules in KERNEL_SASS machine
+# code for sm_80 and sm_90 too. Those are the ones the driver takes most of its 44-51 s to compile on
+# an H200, so a first run does not wait for them; the rest (2-3.5 s together) are left to the
+# driver, whose compiler is newer than the toolkit's: on 2 x H200 the small-message kernels ran
+# 1-3 % slower as CUDA 11.8's machine code than as the driver's, the AllGather of 2 MiB 5 %. The
+# fatbins are made from the committed PTX and not committed; next to each, the PTX's sha256,
+# which the kernels package's tests compare with the PTX. kernels/fatbin/flags records what
+# they were built with, and $(BUILD)/go-tags the Go build tags, so changing either rebuilds.
 SASS              ?= 1
 KERNEL_SASS       := allreduce_direct allreduce_port allreduce_rsag allreduce_rsag_port
 KERNEL_FATBIN     := $(patsubst kernels/ptx/%.ptx,kernels/fatbin/%.fatbin,$(KERNEL_PTX))
+KERNEL_FATBIN_SUM := $(KERNEL_FATBIN:.fatbin=.ptx.sha256)
 NVCC_FATBIN_FLAGS := -fatbin -arch=compute_80 -Xfatbin=-compress-all
-KERNEL_IMAGES     := $(if $(filter 1,$(SASS)),$(KERNEL_FATBIN))
-GO_TAGS           := $(if $(filter 1,$(SASS)),-tags mscclpp_sass)
+KERNEL_IMAGES     := $(if $(filter-out 0,$(SASS)),$(KERNEL_FATBIN) $(KERNEL_FATBIN_SUM))
+GO_TAGS           := $(if $(filter-out 0,$(SASS)),-tags mscclpp_sass)
+GO_TAGS_STAMP     := $(BUILD)/go-tags
+$(if $(filter-out $(KERNEL_PTX:kernels/ptx/%.ptx=%),$(KERNEL_SASS)),$(error KERNEL_SASS names modules with no PTX: $(filter-out $(KERNEL_PTX:kernels/ptx/%.ptx=%),$(KERNEL_SASS))))
 
 # mpirun refuses to run as root unless told; the examples need more ranks than CI has cores.
 MPIRUN       ?= mpirun
@@ -47,14 +51,17 @@ PKG          := PKG_CONFIG_PATH=$(ABS_BUILD)/lib/pkgconfig pkg-config mscclpp
 EXAMPLES     := $(BUILD)/examples/bootstrap
 TEST_BINS    := $(BUILD)/tests/refusals $(BUILD)/tests/core_refusals
 
-.PHONY: all lib headers pkgconfig install deps test vet gotest fuzz abi-check kernels kernels-check examples \
+# A recipe that fails leaves no half-written target behind.
+.DELETE_ON_ERROR:
+
+.PHONY: FORCE all lib headers pkgconfig install deps test vet gotest fuzz abi-check kernels kernels-check examples \
 	examples-test capi-test mpi-gotest cuda-examples fatbins tools gpu-bundle gpu-test gpu-bench gpu-compare gpu-profile clean help
 
 all: lib headers pkgconfig ## build libmscclpp.so, the public headers and the pkg-config file
 
 lib: $(LIB)
 
-$(LIB): $(GO_SRC) $(KERNEL_IMAGES)
+$(LIB): $(GO_SRC) $(KERNEL_IMAGES) $(GO_TAGS_STAMP)
 	@mkdir -p $(BUILD)/lib $(BUILD)/cgo
 	$(GO) build $(GO_TAGS) -buildmode=c-shared -trimpath \
 		-ldflags='-extldflags=-Wl,-soname,libmscclpp.so' -o $@ ./capi
@@ -86,9 +93,10 @@ deps: ## install CUDA 11.8 (nvcc, cuda.h, libcuda), OpenMPI and build tools on D
 test: vet kernels-check gotest fuzz abi-check capi-test examples-test mpi-gotest cuda-examples ## everything that needs no GPU
 	@echo "make test: all passed"
 
-vet:
+vet: $(KERNEL_IMAGES)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+	$(if $(GO_TAGS),$(GO) vet $(GO_TAGS) ./kernels ./collectives)
 
 gotest: $(KERNEL_IMAGES)
 	$(GO) test -race -count=1 ./...
@@ -112,12 +120,23 @@ kernels: $(KERNEL_PTX) ## regenerate kernels/ptx/*.ptx after editing kernels/src
 kernels/ptx/%.ptx: kernels/src/%.cu $(wildcard kernels/src/*.cuh) $(HEADERS)
 	$(NVCC) $(NVCC_PTX_FLAGS) $< -o $@
 
-fatbins: $(KERNEL_FATBIN) ## build kernels/fatbin/ from kernels/ptx/ (make does when SASS=1)
+fatbins: $(KERNEL_FATBIN) $(KERNEL_FATBIN_SUM) ## build kernels/fatbin/ from kernels/ptx/ (make does when SASS=1)
 
-kernels/fatbin/%.fatbin: kernels/ptx/%.ptx Makefile
+kernels/fatbin/%.fatbin kernels/fatbin/%.ptx.sha256: kernels/ptx/%.ptx kernels/fatbin/flags
+	$(NVCC) $(NVCC_FATBIN_FLAGS) -code=$(if $(filter $*,$(KERNEL_SASS)),sm_80$(comma)sm_90$(comma))compute_80 $< -o kernels/fatbin/$*.fatbin
+	sha256sum $< | cut -d' ' -f1 > kernels/fatbin/$*.ptx.sha256
+
+# Rewritten only when the fatbins' flags change (so a Makefile edit alone rebuilds nothing); the
+# fatbins of modules that no longer exist are removed here, for package kernels embeds them all.
+kernels/fatbin/flags: FORCE
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_FATBIN_FLAGS) -code=$(if $(filter $*,$(KERNEL_SASS)),sm_80$(comma)sm_90$(comma))compute_80 $< -o $@
-	sha256sum $< | cut -d' ' -f1 > $(@:.fatbin=.ptx.sha256)
+	@rm -f $(filter-out $(KERNEL_FATBIN) $(KERNEL_FATBIN_SUM),$(wildcard kernels/fatbin/*.fatbin kernels/fatbin/*.sha256))
+	@echo '$(NVCC_FATBIN_FLAGS) sass: $(KERNEL_SASS)' | cmp -s - $@ || echo '$(NVCC_FATBIN_FLAGS) sass: $(KERNEL_SASS)' > $@
+
+# Rewritten only when SASS changes the Go build tags: the library is then built again.
+$(GO_TAGS_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(GO_TAGS)' | cmp -s - $@ || echo '$(GO_TAGS)' > $@
 
 kernels-check: ## fail when the committed PTX is not what kernels/src compiles to
 	@mkdir -p $(BUILD)/ptx-check
@@ -196,7 +215,7 @@ tools: $(KERNEL_IMAGES) ## build the command-line tools (cmd/*) into build/bin
 	@mkdir -p $(BUILD)/bin
 	@for t in $(TOOLS); do echo "go build ./$$t"; $(GO) build $(GO_TAGS) -o $(BUILD)/bin/$$(basename $$t) ./$$t || exit 1; done
 
-gpu-bundle: all tools ## build everything `make gpu-test` needs into build/ (needs Go)
+gpu-bundle: all tools ## build everything `make gpu-test` needs into build/ (needs Go, and nvcc unless SASS=0)
 	$(GO) build $(GO_TAGS) -o $(BUILD)/bin/example-collectives ./examples/go/collectives
 	@mkdir -p $(BUILD)/gotest
 	@for pkg in $(GPU_GO_TESTS); do \

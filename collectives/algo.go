@@ -87,10 +87,11 @@ func allReduceDirectLimit(nRanks int) uint64 {
 }
 
 // allReducePortMinBytes: with the send and receive buffers registered with copy engines, an
-// AllReduce of at least this many bytes runs as port. On 2 GPUs it was 2-5 % faster than
+// AllReduce of at least this many bytes runs as port. On 2 GPUs it was 1-5 % faster than
 // rsag_direct from 256 MiB and 3 % slower at 128 MiB. On 4 GPUs (scratch size a multiple of
-// 2 MiB) it was 1-3 % faster out of place at 256 and 512 MiB but 5-10 % slower at 128 MiB and
-// 1 GiB and unsteady in place, so on 3 or more ranks it is not picked.
+// 2 MiB) it was 1-4 % faster at 256 MiB out of place and at 512 MiB, but 9-11 % slower at
+// 128 MiB and 5-6 % at 1 GiB out of place, and unsteady in place, so on 3 or more ranks it is
+// not picked.
 func allReducePortMinBytes(nRanks int) uint64 {
 	if nRanks <= 2 {
 		return 256 << 20

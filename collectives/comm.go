@@ -200,12 +200,12 @@ func (c *Comm) allocate(lay layout) error {
 	return nil
 }
 
-// loadModules loads the embedded kernel modules. The driver compiles a module's PTX the first
-// time it meets it on a GPU model, and caches the result under ~/.nv/ComputeCache: about 40 s for
-// all of them on an H200 (one module at a time however they are loaded). Built by make, the large
-// modules carry machine code for sm_80 and sm_90 and the first load takes 2-3.5 s (package
-// kernels). So the time the load took is logged, and a load slow enough to look like a hang says
-// why.
+// loadModules loads the embedded kernel modules; the GPU's context is current. The driver
+// compiles a module's PTX the first time it meets it on a GPU model and caches the result (under
+// ~/.nv/ComputeCache unless CUDA_CACHE_PATH or CUDA_CACHE_DISABLE say otherwise): 44-51 s for all
+// of them on an H200. Built by make, the large modules carry machine code for sm_80 and sm_90 and
+// the first load takes 2-3.5 s (package kernels). So the time the load took is logged, and a load
+// slow enough to look like a hang says why.
 func (c *Comm) loadModules() error {
 	mods, err := kernels.Modules()
 	if err != nil {
@@ -223,7 +223,7 @@ func (c *Comm) loadModules() error {
 	took := time.Since(start)
 	c.log.Info("kernels loaded", "modules", len(mods), "format", kernels.ImageFormat, "took", took.Round(time.Millisecond))
 	if took > slowModuleLoad {
-		c.log.Warn("the CUDA driver compiled the kernels' PTX for this GPU (cached for later runs under ~/.nv/ComputeCache)",
+		c.log.Warn("the CUDA driver compiled the kernels' PTX for this GPU; later runs load it from the driver's cache (~/.nv/ComputeCache unless CUDA_CACHE_PATH or CUDA_CACHE_DISABLE is set)",
 			"took", took.Round(time.Second), "format", kernels.ImageFormat)
 	}
 	return nil

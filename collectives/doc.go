@@ -27,7 +27,7 @@
 //     registered buffers (large in-place calls);
 //   - port (AllReduce): every byte over NVLink on the copy engines, the SMs reducing from local
 //     memory; picked on 2 ranks from 256 MiB when the send and receive buffers are registered
-//     (measured there 2-5 % faster than rsag_direct; on 4 GPUs faster only at some sizes);
+//     (measured there 1-5 % faster than rsag_direct; on 4 GPUs faster only at some sizes);
 //   - rsag_port (AllReduce, forced only): rsag's reduce-scatter on the SMs in waves, each
 //     wave's all-gather on the copy engines while the SMs reduce the next, the last wave's on
 //     the SMs (measured: faster than rsag_direct only at 1 GiB on 2 GPUs, by 2 %; not on 4).

@@ -4,12 +4,12 @@
 //
 // The PTX is generated, and committed so that `go build` needs no CUDA compiler: `make kernels`
 // regenerates it after an edit under src/, and `make test` fails when it is stale. A plain
-// `go build` embeds the PTX, which the driver compiles for the GPU at the first load (about 40
-// seconds for all modules on an H200, then cached in the driver's compute cache). Built with the
+// `go build` embeds the PTX, which the driver compiles for the GPU at the first load (44-51 s for
+// all modules on an H200, then cached in the driver's compute cache). Built with the
 // mscclpp_sass tag, as make builds the library, the package embeds instead the fatbins that
 // `make fatbins` makes of the PTX under fatbin/: the PTX, and for the large modules, which take
 // the driver seconds each, machine code for sm_80 and sm_90 (loaded in milliseconds); the small
-// ones (under 2 s together) are left to the driver's compiler, newer than the toolkit's, whose
+// ones (2-3.5 s together) are left to the driver's compiler, newer than the toolkit's, whose
 // code for the small-message kernels measured faster. ImageFormat says which this build holds.
 //
 // Every kernel takes one parameter, the coll::Args struct of src/common.cuh (mirrored by the

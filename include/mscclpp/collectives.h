@@ -13,8 +13,9 @@
  *
  * Data moves through the communicator's scratch buffers over CUDA IPC (NVLink or PCIe between
  * GPUs of one host), or, for large messages in buffers registered with mscclppCollRegister,
- * straight between the ranks' buffers (zero-copy; large in-place AllGathers through the GPU's copy
- * engines, driven by a proxy thread of the communicator). The algorithm is chosen by message size, rank
+ * straight between the ranks' buffers (zero-copy; large in-place AllGathers, and on 2 ranks
+ * AllReduces from 256 MiB with both buffers registered, through the GPU's copy engines, driven by a
+ * proxy thread of the communicator). The algorithm is chosen by message size, rank
  * count and registration (MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO force one, see
  * docs/CONFIG.md).
  */
