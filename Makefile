@@ -38,7 +38,12 @@ NVCC_FATBIN_FLAGS := -fatbin -arch=compute_80 -Xfatbin=-compress-all
 KERNEL_IMAGES     := $(if $(filter-out 0,$(SASS)),$(KERNEL_FATBIN) $(KERNEL_FATBIN_SUM))
 GO_TAGS           := $(if $(filter-out 0,$(SASS)),-tags mscclpp_sass)
 GO_TAGS_STAMP     := $(BUILD)/go-tags
-$(if $(filter-out $(KERNEL_PTX:kernels/ptx/%.ptx=%),$(KERNEL_SASS)),$(error KERNEL_SASS names modules with no PTX: $(filter-out $(KERNEL_PTX:kernels/ptx/%.ptx=%),$(KERNEL_SASS))))
+KERNEL_SASS_UNKNOWN := $(filter-out $(KERNEL_PTX:kernels/ptx/%.ptx=%),$(KERNEL_SASS))
+$(if $(KERNEL_SASS_UNKNOWN),$(error KERNEL_SASS names modules with no PTX: $(KERNEL_SASS_UNKNOWN)))
+
+# $(call write-if-changed,FILE,TEXT): FILE holds TEXT afterwards, and is rewritten (so that what
+# depends on it is rebuilt) only when it held something else.
+write-if-changed = @mkdir -p $(dir $(1)); echo '$(2)' | cmp -s - $(1) || echo '$(2)' > $(1)
 
 # mpirun refuses to run as root unless told; the examples need more ranks than CI has cores.
 MPIRUN       ?= mpirun
@@ -129,14 +134,12 @@ kernels/fatbin/%.fatbin kernels/fatbin/%.ptx.sha256: kernels/ptx/%.ptx kernels/f
 # Rewritten only when the fatbins' flags change (so a Makefile edit alone rebuilds nothing); the
 # fatbins of modules that no longer exist are removed here, for package kernels embeds them all.
 kernels/fatbin/flags: FORCE
-	@mkdir -p $(dir $@)
 	@rm -f $(filter-out $(KERNEL_FATBIN) $(KERNEL_FATBIN_SUM),$(wildcard kernels/fatbin/*.fatbin kernels/fatbin/*.sha256))
-	@echo '$(NVCC_FATBIN_FLAGS) sass: $(KERNEL_SASS)' | cmp -s - $@ || echo '$(NVCC_FATBIN_FLAGS) sass: $(KERNEL_SASS)' > $@
+	$(call write-if-changed,$@,$(NVCC_FATBIN_FLAGS) sass: $(KERNEL_SASS))
 
 # Rewritten only when SASS changes the Go build tags: the library is then built again.
 $(GO_TAGS_STAMP): FORCE
-	@mkdir -p $(dir $@)
-	@echo '$(GO_TAGS)' | cmp -s - $@ || echo '$(GO_TAGS)' > $@
+	$(call write-if-changed,$@,$(GO_TAGS))
 
 kernels-check: ## fail when the committed PTX is not what kernels/src compiles to
 	@mkdir -p $(BUILD)/ptx-check

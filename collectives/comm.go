@@ -80,14 +80,17 @@ func scratchLayout(nRanks int) layout {
 	const align = 256
 	slot := uint64(packetMaxBytes / packetWordBytes * 16) // LL16: 16 packet bytes per 8 data bytes
 	packets := 4 * uint64(nRanks) * slot                  // 2 parities x 2 phases x ranks
-	descOffset := (packets + align - 1) / align * align
+	descOffset := roundUp(packets, align)
 	descs := 2 * maxBlocks * uint64(nRanks) * descWords * 16 // 2 parities x blocks x ranks, LL16
-	dataOffset := (descOffset + descs + align - 1) / align * align
+	dataOffset := roundUp(descOffset+descs, align)
 	slots := uint64(4 * nRanks * maxBlocks) // 2 banks x 2 regions x ranks x blocks
 	chunk := max(minChunkBytes, dataBankBytes/slots/align*align)
-	total := (dataOffset + slots*chunk + peerAllocAlign - 1) / peerAllocAlign * peerAllocAlign
+	total := roundUp(dataOffset+slots*chunk, peerAllocAlign)
 	return layout{slotBytes: slot, descOffset: descOffset, dataOffset: dataOffset, chunkBytes: chunk, total: total}
 }
+
+// roundUp returns n rounded up to a multiple of to.
+func roundUp(n, to uint64) uint64 { return (n + to - 1) / to * to }
 
 // New builds this rank's Comm over comm on GPU device (a CUDA device ordinal). Collective: every
 // rank of comm calls it, each with its own GPU; it returns once every peer's side is ready or
