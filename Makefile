@@ -54,7 +54,7 @@ NP           ?= 4
 # Examples are built against build/ only, through the pkg-config file there.
 PKG          := PKG_CONFIG_PATH=$(ABS_BUILD)/lib/pkgconfig pkg-config mscclpp
 EXAMPLES     := $(BUILD)/examples/bootstrap
-TEST_BINS    := $(BUILD)/tests/refusals $(BUILD)/tests/core_refusals
+TEST_BINS    := $(BUILD)/tests/refusals $(BUILD)/tests/core_refusals $(BUILD)/tests/env_after_load
 
 # A recipe that fails leaves no half-written target behind.
 .DELETE_ON_ERROR:
@@ -174,6 +174,10 @@ $(BUILD)/tests/core_refusals: tests/capi/core_refusals.c all
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Wpedantic $< $$($(PKG) --cflags --libs) -lpthread -o $@
 
+$(BUILD)/tests/env_after_load: tests/capi/env_after_load.c all
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Wpedantic -D_POSIX_C_SOURCE=200112L $< $$($(PKG) --cflags --libs) -o $@
+
 
 # The CUDA programs (GPU tests, tutorials, benchmarks) are compiled and linked here too, so CI
 # catches a header or export change that breaks them; they run on the GPU host (make gpu-test).
@@ -192,11 +196,12 @@ cuda-examples: all
 
 examples: $(EXAMPLES) cuda-examples ## build the C/C++ and CUDA examples against build/
 
-capi-test: $(TEST_BINS) ## C ABI refusals, log handler and error strings, from C++ and C programs
+capi-test: $(TEST_BINS) ## C ABI refusals, log handler, error strings and setenv after load, from C++ and C programs
 	$(BUILD)/tests/refusals
 	./tests/capi/core_c_exports.sh $(LIB) include/mscclpp/core.h
 	./tests/capi/core_c_exports.sh $(LIB) include/mscclpp/collectives.h
 	$(BUILD)/tests/core_refusals
+	$(BUILD)/tests/env_after_load
 
 examples-test: examples ## run the examples under mpirun with $(NP) ranks
 	./examples/mpi/bootstrap/run.sh $(BUILD)/examples/bootstrap $(NP) "$(MPIRUN) $(MPIRUN_FLAGS)"
@@ -216,10 +221,10 @@ TOOLS := $(wildcard cmd/*)
 
 tools: $(KERNEL_IMAGES) ## build the command-line tools (cmd/*) into build/bin
 	@mkdir -p $(BUILD)/bin
-	@for t in $(TOOLS); do echo "go build ./$$t"; $(GO) build $(GO_TAGS) -o $(BUILD)/bin/$$(basename $$t) ./$$t || exit 1; done
+	@for t in $(TOOLS); do echo "go build ./$$t"; $(GO) build $(GO_TAGS) -ldflags="-s -w" -o $(BUILD)/bin/$$(basename $$t) ./$$t || exit 1; done
 
 gpu-bundle: all tools ## build everything `make gpu-test` needs into build/ (needs Go, and nvcc unless SASS=0)
-	$(GO) build $(GO_TAGS) -o $(BUILD)/bin/example-collectives ./examples/go/collectives
+	$(GO) build $(GO_TAGS) -ldflags="-s -w" -o $(BUILD)/bin/example-collectives ./examples/go/collectives
 	@mkdir -p $(BUILD)/gotest
 	@for pkg in $(GPU_GO_TESTS); do \
 		if [ -d $$pkg ]; then \

@@ -201,44 +201,68 @@ func TestChooseWithinMaxGrid(t *testing.T) {
 	}
 }
 
-// TestAgreeMaxGrid: every rank gets the smallest SM count of the ranks, at most maxBlocks and
-// at least 2, over a real TCP bootstrap.
+// TestAgreeMaxGrid: every rank gets the same limit, maxBlocks or less where a GPU has fewer SMs
+// for each rank it runs or a rank asks for less, at least 2, and learns how many ranks share its
+// GPU; over a real TCP bootstrap. A GPU is named by a letter here (its id), its SM count beside it.
 func TestAgreeMaxGrid(t *testing.T) {
+	gpu := func(id byte, sms int) gpuIdentity { return gpuIdentity{id: uint64(id), sms: sms} }
+	a, b, c, d := gpu('a', 132), gpu('b', 132), gpu('c', 114), gpu('d', 100)
 	tests := []struct {
-		sms  []int
-		want int
+		name    string
+		gpus    []gpuIdentity
+		limits  []int // MSCCLPP_COLL_MAX_BLOCKS per rank; nil: none
+		want    int
+		sharing []int // per rank
 	}{
-		{[]int{132}, maxBlocks},
-		{[]int{132, 132}, maxBlocks},
-		{[]int{132, 114, 132}, 114},
-		{[]int{108, 132, 132, 100}, 100},
-		{[]int{1, 132}, 2},
+		{"one rank", []gpuIdentity{a}, nil, maxBlocks, []int{1}},
+		{"two GPUs", []gpuIdentity{a, b}, nil, maxBlocks, []int{1, 1}},
+		{"a smaller GPU", []gpuIdentity{a, c, b}, nil, 114, []int{1, 1, 1}},
+		{"the smallest of four", []gpuIdentity{gpu('a', 108), b, gpu('e', 132), d}, nil, 100, []int{1, 1, 1, 1}},
+		{"at least 2", []gpuIdentity{gpu('a', 1), b}, nil, 2, []int{1, 1}},
+		{"two ranks on one GPU", []gpuIdentity{a, a}, nil, 66, []int{2, 2}},
+		{"eight ranks on one GPU", []gpuIdentity{a, a, a, a, a, a, a, a}, nil, 16, []int{8, 8, 8, 8, 8, 8, 8, 8}},
+		{"three on one, one alone", []gpuIdentity{a, b, a, a}, nil, 44, []int{3, 1, 3, 3}},
+		{"two pairs", []gpuIdentity{a, d, a, d}, nil, 50, []int{2, 2, 2, 2}},
+		{"at least 2 when shared", []gpuIdentity{gpu('a', 3), gpu('a', 3), gpu('a', 3), gpu('a', 3)}, nil, 2, []int{4, 4, 4, 4}},
+		{"a limit", []gpuIdentity{a, b}, []int{64, 64}, 64, []int{1, 1}},
+		{"the smallest limit, one rank setting none", []gpuIdentity{a, b, c}, []int{0, 40, 96}, 40, []int{1, 1, 1}},
+		{"a limit above the SMs", []gpuIdentity{c, b}, []int{120, 120}, 114, []int{1, 1}},
+		{"a limit on a shared GPU", []gpuIdentity{a, a, a, a}, []int{16, 16, 16, 16}, 16, []int{4, 4, 4, 4}},
+		{"a limit of 1 is 2", []gpuIdentity{a, b}, []int{1, 1}, 2, []int{1, 1}},
 	}
 	for _, tt := range tests {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		root, err := bootstrap.NewRoot(bootstrap.Options{})
-		require.NoError(t, err)
-		got := make([]int, len(tt.sms))
-		failed := make([]error, len(tt.sms))
-		var wg sync.WaitGroup
-		for r, sms := range tt.sms {
-			wg.Go(func() {
-				b, err := bootstrap.Join(ctx, root.ID(), r, len(tt.sms), bootstrap.Options{})
-				if err != nil {
-					failed[r] = err
-					return
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			root, err := bootstrap.NewRoot(bootstrap.Options{})
+			require.NoError(t, err)
+			defer root.Close()
+			n := len(tt.gpus)
+			grids, sharing := make([]int, n), make([]int, n)
+			failed := make([]error, n)
+			var wg sync.WaitGroup
+			for r, g := range tt.gpus {
+				limit := 0
+				if tt.limits != nil {
+					limit = tt.limits[r]
 				}
-				defer b.Close()
-				got[r], failed[r] = agreeMaxGrid(ctx, b, sms)
-			})
-		}
-		wg.Wait()
-		for r := range tt.sms {
-			require.NoError(t, failed[r], "%v rank %d", tt.sms, r)
-			assert.Equal(t, tt.want, got[r], "%v rank %d", tt.sms, r)
-		}
-		require.NoError(t, root.Close())
-		cancel()
+				wg.Go(func() {
+					b, err := bootstrap.Join(ctx, root.ID(), r, n, bootstrap.Options{})
+					if err != nil {
+						failed[r] = err
+						return
+					}
+					defer b.Close()
+					grids[r], sharing[r], failed[r] = agreeMaxGrid(ctx, b, g, limit)
+				})
+			}
+			wg.Wait()
+			for r := range n {
+				require.NoError(t, failed[r], "rank %d", r)
+				assert.Equal(t, tt.want, grids[r], "grid of rank %d", r)
+			}
+			assert.Equal(t, tt.sharing, sharing)
+		})
 	}
 }
 

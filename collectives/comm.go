@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -117,12 +118,19 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 			err = errors.Join(fmt.Errorf("%s: %w", what, err), c.release())
 		}
 	}()
-	sms, err := dev.MultiprocessorCount()
+	gpu, err := identifyGPU(dev)
 	if err != nil {
 		return nil, err
 	}
-	if c.maxGrid, err = agreeMaxGrid(ctx, b, sms); err != nil {
+	var sharing int
+	if c.maxGrid, sharing, err = agreeMaxGrid(ctx, b, gpu, int(config.CollMaxBlocks.Get())); err != nil {
 		return nil, err
+	}
+	if sharing > 1 {
+		c.log.Warn("ranks share this GPU: each call launches at most maxGrid blocks so that every rank's blocks "+
+			"fit at once; their kernels run side by side only under MPS (otherwise the driver takes turns "+
+			"between the processes): for tests, not for speed", "gpu", device, "ranksOnThisGPU", sharing,
+			"maxGrid", c.maxGrid)
 	}
 	start := time.Now()
 	lay := scratchLayout(c.nRanks)
@@ -154,24 +162,67 @@ type allGatherer interface {
 	AllGather(ctx context.Context, buf []byte, bytesPerRank int) error
 }
 
-// agreeMaxGrid returns the grid limit of every call, the same on every rank: maxBlocks, or the
-// smallest SM count (sms: this rank's GPU's) of the ranks where that is less. The blocks of a
-// call wait on each other (and on the same blocks of the peers), so they must all be resident at
-// once; a block of the round kernels fills an SM's registers. Collective: every rank calls it.
-func agreeMaxGrid(ctx context.Context, b allGatherer, sms int) (int, error) {
-	const word = 4
-	all := make([]byte, word*b.Size())
-	binary.LittleEndian.PutUint32(all[word*b.Rank():], uint32(sms))
+// gpuIdentity is what agreeMaxGrid learns of a rank's GPU: which GPU it is (a hash of the host's
+// identity and the GPU's PCI address, equal for ranks on the same GPU) and its SM count.
+type gpuIdentity struct {
+	id  uint64
+	sms int
+}
+
+// identifyGPU returns dev's identity: its host, its PCI address and its SM count.
+func identifyGPU(dev cuda.Device) (gpuIdentity, error) {
+	sms, err := dev.MultiprocessorCount()
+	if err != nil {
+		return gpuIdentity{}, err
+	}
+	bus, err := dev.PCIBusID()
+	if err != nil {
+		return gpuIdentity{}, err
+	}
+	h := fnv.New64a() // a hash's Write never fails
+	h.Write(binary.LittleEndian.AppendUint64(nil, core.HostHash()))
+	h.Write([]byte(bus))
+	return gpuIdentity{id: h.Sum64(), sms: sms}, nil
+}
+
+// agreeMaxGrid returns the grid limit of every call, the same on every rank, and how many ranks
+// share this rank's GPU (1 when it has its own). The blocks of a call wait on each other (and
+// on the same blocks of the peers), so they must all be resident at once, and a block of the
+// round kernels fills an SM's registers: the limit is maxBlocks, or less where a GPU has fewer
+// SMs for each rank it runs (its SM count divided by the ranks on it), or where a rank asks for
+// less (limit, MSCCLPP_COLL_MAX_BLOCKS; 0 for none), but at least 2. Collective: every rank
+// calls it.
+func agreeMaxGrid(ctx context.Context, b allGatherer, gpu gpuIdentity, limit int) (grid, sharing int, err error) {
+	const idBytes, smsBytes, limitBytes = 8, 4, 4
+	const record = idBytes + smsBytes + limitBytes
+	all := make([]byte, record*b.Size())
+	mine := all[record*b.Rank():]
+	binary.LittleEndian.PutUint64(mine, gpu.id)
+	binary.LittleEndian.PutUint32(mine[idBytes:], uint32(gpu.sms))
+	binary.LittleEndian.PutUint32(mine[idBytes+smsBytes:], uint32(limit))
 	if b.Size() > 1 {
-		if err := b.AllGather(ctx, all, word); err != nil {
-			return 0, fmt.Errorf("exchange SM counts: %w", err)
+		if err := b.AllGather(ctx, all, record); err != nil {
+			return 0, 0, fmt.Errorf("exchange GPU identities: %w", err)
 		}
 	}
-	grid := maxBlocks
-	for r := range b.Size() {
-		grid = min(grid, int(binary.LittleEndian.Uint32(all[word*r:])))
+	gpus := make([]gpuIdentity, b.Size())
+	grid = maxBlocks
+	for r := range gpus {
+		rec := all[record*r:]
+		gpus[r] = gpuIdentity{id: binary.LittleEndian.Uint64(rec), sms: int(binary.LittleEndian.Uint32(rec[idBytes:]))}
+		if l := int(binary.LittleEndian.Uint32(rec[idBytes+smsBytes:])); l > 0 {
+			grid = min(grid, l)
+		}
 	}
-	return max(grid, 2), nil // rsag_port and port need a reducing block and an issuing one
+	ranksOn := make(map[uint64]int, len(gpus))
+	for _, g := range gpus {
+		ranksOn[g.id]++
+	}
+	for _, g := range gpus {
+		grid = min(grid, g.sms/ranksOn[g.id])
+	}
+	// rsag_port and port need a reducing block and an issuing one.
+	return max(grid, 2), ranksOn[gpu.id], nil
 }
 
 // Rank and NRanks are this rank and the number of ranks.

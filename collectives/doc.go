@@ -34,7 +34,13 @@
 //
 // A call launches at most 128 thread blocks, and no more than the smallest SM count of the ranks'
 // GPUs: its blocks wait on each other, so they must all be resident at once. A kernel that holds
-// SMs on another stream meanwhile delays the call until its blocks fit.
+// SMs on another stream meanwhile delays the call until its blocks fit. The calls of two Comms
+// that overlap on a GPU wait for each other's SMs: they must fit together (MSCCLPP_COLL_MAX_BLOCKS
+// caps every call's blocks; docs/CONFIG.md) or run in the same order on every rank, else each
+// rank may hold the SMs that another's call needs. Ranks may share a GPU (more ranks than GPUs,
+// for tests): a call then launches at most that GPU's SM count divided by the ranks on it, and
+// their kernels run side by side only under MPS (otherwise the driver takes turns between the
+// processes, which is correct but slow); New logs a warning.
 //
 // Data goes through the scratch buffers unless the buffers are registered: Register (collective,
 // in the same order on every rank) maps a buffer into every peer, and large calls whose buffers

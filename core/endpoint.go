@@ -207,6 +207,10 @@ var thisProcess = sync.OnceValue(func() origin {
 	return origin{host: hostHash(), process: rand.Uint64() | 1, pid: uint32(os.Getpid())}
 })
 
+// HostHash returns the 64-bit identity of this host, the one Endpoint.HostHash reports for the
+// endpoints this process creates: processes that get the same value run on one host.
+func HostHash() uint64 { return thisProcess().host }
+
 // hostHash returns this host's identity: hashHostIdentity of the host name and the kernel's boot
 // id, or the machine id where there is no boot id.
 func hostHash() uint64 {

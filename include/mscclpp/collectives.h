@@ -8,8 +8,15 @@
  * be captured in a CUDA graph and replayed. Every rank must issue the same collectives in the same
  * order, and the collectives of one communicator must run one after the other on the GPU: queue
  * them on one stream (or order the streams with events); for collectives that overlap, create one
- * collective communicator per stream. Buffers are device memory of the communicator's GPU, aligned to their element size; any
- * count works (0 does nothing).
+ * collective communicator per stream. A call's thread blocks wait on each other and on the peers',
+ * so they must all be resident at once: calls of communicators that overlap on a GPU need their
+ * blocks to fit together (MSCCLPP_COLL_MAX_BLOCKS limits them), or the same order on every rank.
+ * Buffers are device memory of the communicator's GPU, aligned to their element size; any count
+ * works (0 does nothing).
+ *
+ * Ranks may share a GPU (for tests: more ranks than GPUs): each call then launches at most the
+ * GPU's SMs divided by the ranks on it, and their kernels run side by side only under MPS (else
+ * the driver takes turns between the processes). Slow, but correct; a warning says so.
  *
  * Data moves through the communicator's scratch buffers over CUDA IPC (NVLink or PCIe between
  * GPUs of one host), or, for large messages in buffers registered with mscclppCollRegister,
@@ -50,7 +57,7 @@ typedef enum {
 /* A CUDA stream: the same type as cudaStream_t and CUstream; NULL is the legacy default stream. */
 typedef struct CUstream_st* mscclppStream_t;
 
-/* A collective communicator: one GPU per rank. */
+/* A collective communicator: one GPU per rank (ranks may share one, see above). */
 typedef struct mscclppCollComm_s* mscclppCollComm_t;
 
 /* Builds this rank's collective communicator over `comm` (whose bootstrap and context must

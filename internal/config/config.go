@@ -11,6 +11,16 @@ import (
 	"time"
 )
 
+// lookupEnv reads one environment variable; ReadEnvironmentWith replaces it.
+var lookupEnv = os.LookupEnv
+
+// ReadEnvironmentWith makes every Var read the environment through lookup from now on (a Var
+// already read keeps its value). The C library passes a getenv of the C environment: Go keeps its
+// own copy of the environment, taken when the library was loaded, which does not see a setenv
+// that the program made afterwards (as programs do before creating a communicator). Call it
+// before any Var is read, from an init function.
+func ReadEnvironmentWith(lookup func(name string) (string, bool)) { lookupEnv = lookup }
+
 // Var is one tunable: an environment variable with a default and a parser.
 type Var[T any] struct {
 	Name    string // environment variable, e.g. "MSCCLPP_BOOTSTRAP_TIMEOUT"
@@ -36,7 +46,7 @@ func (v *Var[T]) Get() T {
 	var parseErr error
 	v.once.Do(func() {
 		v.val = v.Default
-		raw, ok := os.LookupEnv(v.Name)
+		raw, ok := lookupEnv(v.Name)
 		if !ok || raw == "" {
 			return
 		}
@@ -104,6 +114,8 @@ func parseInt(want string, ok func(int64) bool) func(string) (int64, error) {
 var (
 	// parseSpins accepts a positive number of polls, or -1 for no bound.
 	parseSpins = parseInt("a positive number of polls, or -1 for no bound", func(n int64) bool { return n > 0 || n == -1 })
+	// parseBlocks accepts 0 (no limit) or a grid of 2 blocks or more.
+	parseBlocks = parseInt("0 (no limit) or 2 or more", func(n int64) bool { return n == 0 || n >= 2 })
 	// parseCount accepts a number of zero or more.
 	parseCount = parseInt("zero or more", func(n int64) bool { return n >= 0 })
 )
@@ -170,6 +182,10 @@ var (
 		Name: "MSCCLPP_COLL_MAX_SPINS", Default: 1 << 30, parse: parseSpins,
 		Doc: "polls a collective's kernel makes of one flag or semaphore before it traps (the stream then fails instead of hanging on a peer that never comes; the default is minutes); -1 waits forever; read when a collective communicator is created",
 	}
+	CollMaxBlocks = &Var[int64]{
+		Name: "MSCCLPP_COLL_MAX_BLOCKS", Default: 0, parse: parseBlocks,
+		Doc: "the most thread blocks one collective call launches, to leave SMs to other kernels or to let the calls of several collective communicators that overlap on a GPU all fit at once; 0, the default, sets no limit beyond the GPUs' own; the ranks use the smallest limit any of them sets; read when a collective communicator is created",
+	}
 	ProxyTrace = &Var[int64]{
 		Name: "MSCCLPP_PROXY_TRACE", Default: 0, parse: parseCount,
 		Doc: "for diagnosis: the copy-engine proxies time every copy on the GPU and log, at each of their first N flushes, when each copy since the previous one started and how long it took (level INFO); 0, the default, times nothing",
@@ -188,5 +204,5 @@ type Describer interface {
 // All lists every tunable, in the order docs/CONFIG.md shows them.
 func All() []Describer {
 	return []Describer{NCCLLibrary, Debug, BootstrapTimeout, SocketIfname, CUDALibrary, AllReduceAlgo, AllGatherAlgo,
-		CollMaxSpins, ProxyTrace}
+		CollMaxSpins, CollMaxBlocks, ProxyTrace}
 }

@@ -105,3 +105,38 @@ func TestProxyTrace(t *testing.T) {
 		})
 	}
 }
+
+func TestCollMaxBlocksFromEnvironment(t *testing.T) {
+	tests := []struct {
+		env  string
+		want int64
+	}{
+		{"", 0},
+		{"0", 0},
+		{"2", 2},
+		{" 16 ", 16},
+		{"1", 0},  // a grid needs 2 blocks: default
+		{"-4", 0}, // default
+		{"many", 0},
+	}
+	for _, tt := range tests {
+		setEnv(t, CollMaxBlocks, tt.env)
+		assert.Equal(t, tt.want, CollMaxBlocks.Get(), "MSCCLPP_COLL_MAX_BLOCKS=%q", tt.env)
+	}
+}
+
+// TestReadEnvironmentWith: a Var reads its variable through the lookup the C library installs
+// (a getenv of the C environment), not through Go's copy of the environment.
+func TestReadEnvironmentWith(t *testing.T) {
+	t.Setenv(CollMaxBlocks.Name, "8") // Go's copy: must not be what Get returns
+	ReadEnvironmentWith(func(name string) (string, bool) {
+		if name == CollMaxBlocks.Name {
+			return "24", true
+		}
+		return "", false
+	})
+	t.Cleanup(func() { ReadEnvironmentWith(os.LookupEnv) })
+	CollMaxBlocks.Reset()
+	t.Cleanup(CollMaxBlocks.Reset)
+	assert.Equal(t, int64(24), CollMaxBlocks.Get())
+}

@@ -57,8 +57,8 @@ int main() {
   int deviceCount = 0;
   CHECK_CUDA(cudaGetDeviceCount(&deviceCount));
   if (deviceCount < 2) {
-    std::printf("At least two GPUs are required\n");
-    return 1;
+    std::printf("SKIP gpu_ping_pong: at least two GPUs are required, found %d\n", deviceCount);
+    return tutorial::kExitSkipped;
   }
   int canAccess = 0;
   CHECK_CUDA(cudaDeviceCanAccessPeer(&canAccess, 0, 1));

@@ -180,11 +180,15 @@ int main(int argc, char** argv) {
   // Every rank sees the same GPUs, so all reach the same verdict and leave together.
   int deviceCount = 0;
   CHECK_CUDA(cudaGetDeviceCount(&deviceCount));
+  if (deviceCount < 2) {
+    if (rank == 0) std::printf("SKIP gpu_ping_pong_mp: at least two GPUs are required, found %d\n", deviceCount);
+    MPI_Comm_free(&pair);
+    MPI_Finalize();
+    return tutorial::kExitSkipped;
+  }
   const char* problem = nullptr;
   int canAccess01 = 0, canAccess10 = 0;
-  if (deviceCount < 2) {
-    problem = "At least two GPUs are required";
-  } else {
+  {
     CHECK_CUDA(cudaDeviceCanAccessPeer(&canAccess01, 0, 1));
     CHECK_CUDA(cudaDeviceCanAccessPeer(&canAccess10, 1, 0));
     if (!canAccess01) problem = "GPU 0 cannot access GPU 1";

@@ -16,7 +16,8 @@
 //
 //   mpirun -np N ./collectives [quick] [registered]
 //   mpirun -x MSCCLPP_COLL_MAX_SPINS=1048576 -np N ./collectives disagree
-// Rank r uses GPU r % deviceCount; "quick" skips 256 MiB; "registered" carves every buffer out of
+// Rank r uses GPU r % deviceCount (ranks that share a GPU get MSCCLPP_COLL_MAX_BLOCKS set so that
+// two communicators' calls fit at once; see main); "quick" skips 256 MiB; "registered" carves every buffer out of
 // one arena per rank registered with mscclppCollRegister (at an offset that differs between
 // ranks), so that the large calls run zero-copy. MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO
 // force an algorithm for every size. "disagree" runs only the check of ranks that disagree about
@@ -29,6 +30,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -44,6 +46,7 @@ constexpr unsigned char kPoison = 0x5A;  // the guards' bytes (and the outputs' 
 constexpr int kChainCalls = 1000;
 constexpr int kInterleaveRounds = 50;
 constexpr int kGraphReplays = 5;
+constexpr int kConcurrentComms = 2;  // twoComms: the most communicators whose calls overlap
 
 int g_rank = 0, g_nranks = 1;
 int g_passed = 0, g_failed = 0;
@@ -555,6 +558,19 @@ int main(int argc, char** argv) {
   CUDA(cudaSetDevice(g_rank % devices));
   CUDA(cudaFree(nullptr));
   if (disagreeing) return disagree();
+  if (g_nranks > devices && std::getenv("MSCCLPP_COLL_MAX_BLOCKS") == nullptr) {
+    // Ranks share GPUs (one host assumed). The library already gives each call a share of the
+    // GPU's SMs; twoComms runs two communicators' calls at once, whose blocks must fit together.
+    int sms = 0;
+    CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g_rank % devices));
+    const int ranksPerGpu = (g_nranks + devices - 1) / devices;
+    const int blocks = std::max(2, sms / (ranksPerGpu * kConcurrentComms));
+    setenv("MSCCLPP_COLL_MAX_BLOCKS", std::to_string(blocks).c_str(), 1);
+    if (g_rank == 0) {
+      std::printf("collectives: %d ranks share %d GPU(s): MSCCLPP_COLL_MAX_BLOCKS=%d, so that %d communicators' calls fit at once\n",
+                  g_nranks, devices, blocks, kConcurrentComms);
+    }
+  }
   if (g_rank == 0) {
     const char* ar = std::getenv("MSCCLPP_ALLREDUCE_ALGO");
     const char* ag = std::getenv("MSCCLPP_ALLGATHER_ALGO");
