@@ -60,7 +60,7 @@ TEST_BINS    := $(BUILD)/tests/refusals $(BUILD)/tests/core_refusals $(BUILD)/te
 .DELETE_ON_ERROR:
 
 .PHONY: FORCE all lib headers pkgconfig install deps test vet gotest fuzz abi-check kernels kernels-check examples \
-	examples-test capi-test mpi-gotest cuda-examples fatbins tools gpu-bundle gpu-test gpu-bench gpu-compare gpu-profile clean help
+	examples-test capi-test mpi-gotest cuda-examples fatbins tools gpu-bundle gpu-pack gpu-test gpu-bench gpu-compare gpu-profile clean help
 
 all: lib headers pkgconfig ## build libmscclpp.so, the public headers and the pkg-config file
 
@@ -233,6 +233,16 @@ gpu-bundle: all tools ## build everything `make gpu-test` needs into build/ (nee
 		fi; \
 	done
 
+# The bundle as one compressed file (about 21 MB against 72 MB), for carrying to a GPU host with
+# a size limit: carry gpu/ instead of build/; the GPU-host scripts unpack it into build/ when
+# build/lib/libmscclpp.so is missing there.
+GPU_PACK := gpu/bundle.tar.xz
+
+gpu-pack: gpu-bundle ## gpu-bundle, packed into gpu/bundle.tar.xz
+	@mkdir -p $(dir $(GPU_PACK))
+	XZ_OPT=-T0 tar -cJf $(GPU_PACK) -C $(BUILD) lib include gotest bin
+	@ls -l $(GPU_PACK)
+
 gpu-bench: ## on the GPU host: build and run the benchmarks against build/ (ARGS=... passes options)
 	./scripts/gpu-bench.sh $(ARGS)
 
@@ -246,7 +256,7 @@ gpu-test: ## on the GPU host: build the CUDA/MPI programs against build/, run th
 	./scripts/gpu-test.sh
 
 clean:
-	rm -rf $(BUILD) kernels/fatbin
+	rm -rf $(BUILD) kernels/fatbin $(dir $(GPU_PACK))
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'

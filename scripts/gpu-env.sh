@@ -6,6 +6,12 @@
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 build=$(pwd)/build
+
+# A bundle carried packed (make gpu-pack) is unpacked into build/ the first time.
+if [ ! -f "$build/lib/libmscclpp.so" ] && [ -f gpu/bundle.tar.xz ]; then
+	echo "unpacking gpu/bundle.tar.xz into $build"
+	mkdir -p "$build" && tar -xJf gpu/bundle.tar.xz -C "$build"
+fi
 export PATH=/usr/local/cuda/bin:$PATH
 export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
