@@ -55,7 +55,7 @@ start_mps() {
 	mpirun="$mpirun -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -x CUDA_DEVICE_MAX_CONNECTIONS"
 	echo "gpu-test: $np ranks on $ngpus GPUs: started an MPS daemon ($mps_dir), CUDA_DEVICE_MAX_CONNECTIONS=$CUDA_DEVICE_MAX_CONNECTIONS"
 }
-if [ "$np" -gt "$ngpus" ] && [ "${MPS:-1}" != 0 ]; then
+if [ "$ngpus" -gt 0 ] && [ "$np" -gt "$ngpus" ] && [ "${MPS:-1}" != 0 ]; then
 	start_mps
 fi
 bin=$build/gpu-test

@@ -17,11 +17,11 @@
 //   mpirun -np N ./collectives [quick] [registered]
 //   mpirun -x MSCCLPP_COLL_MAX_SPINS=1048576 -np N ./collectives disagree
 // Rank r uses GPU r % deviceCount (ranks that share a GPU get MSCCLPP_COLL_MAX_BLOCKS set so that
-// two communicators' calls fit at once; see main); "quick" skips 256 MiB; "registered" carves every buffer out of
-// one arena per rank registered with mscclppCollRegister (at an offset that differs between
-// ranks), so that the large calls run zero-copy. MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO
-// force an algorithm for every size. "disagree" runs only the check of ranks that disagree about
-// registration (see disagree() below).
+// two communicators' calls fit at once; see main); "quick" skips 256 MiB; "registered" carves
+// every buffer out of one arena per rank registered with mscclppCollRegister (at an offset that
+// differs between ranks), so that the large calls run zero-copy. MSCCLPP_ALLREDUCE_ALGO /
+// MSCCLPP_ALLGATHER_ALGO force an algorithm for every size. "disagree" runs only the check of
+// ranks that disagree about registration (see disagree() below).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
