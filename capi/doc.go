@@ -8,6 +8,8 @@
 //     object (handles.go; comm.go keeps the legacy communicators' side tables). A released
 //     handle keeps its allocation, so it is refused, never reused.
 //   - A refused call logs its reason at WARN through the library's log handler.
+//   - The library's variables (MSCCLPP_*) are read from the C environment (env.go), so a setenv
+//     the program makes after loading the library counts.
 //
 // The exported names and signatures are those of include/mscclpp.h, the legacy MSCCL++ 0.1 API,
 // and of include/mscclpp/core.h, the primitive API (core_*.go; serialized structs in wire.go).
