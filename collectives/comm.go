@@ -169,7 +169,9 @@ type gpuIdentity struct {
 	sms int
 }
 
-// identifyGPU returns dev's identity: its host, its PCI address and its SM count.
+// identifyGPU returns dev's identity: its host, its PCI address and its SM count. MIG instances
+// of one GPU share its PCI address, so ranks on different instances count as sharing it: their
+// grid is smaller than it need be, never too large.
 func identifyGPU(dev cuda.Device) (gpuIdentity, error) {
 	sms, err := dev.MultiprocessorCount()
 	if err != nil {
