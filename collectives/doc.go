@@ -40,7 +40,8 @@
 // rank may hold the SMs that another's call needs. Ranks may share a GPU (more ranks than GPUs,
 // for tests): a call then launches at most that GPU's SM count divided by the ranks on it, and
 // their kernels run side by side only under MPS (otherwise the driver takes turns between the
-// processes, which is correct but slow); New logs a warning.
+// processes, which is correct but slow); New logs a warning. Under MPS the port channels' copies
+// needed more hardware queues per process (CUDA_DEVICE_MAX_CONNECTIONS; docs/GPU-HOSTS.md).
 //
 // Data goes through the scratch buffers unless the buffers are registered: Register (collective,
 // in the same order on every rank) maps a buffer into every peer, and large calls whose buffers

@@ -16,7 +16,9 @@
  *
  * Ranks may share a GPU (for tests: more ranks than GPUs): each call then launches at most the
  * GPU's SMs divided by the ranks on it, and their kernels run side by side only under MPS (else
- * the driver takes turns between the processes). Slow, but correct; a warning says so.
+ * the driver takes turns between the processes). Slow, but the checks pass; a warning says so.
+ * Under MPS the port channels' copies needed more hardware queues per process
+ * (CUDA_DEVICE_MAX_CONNECTIONS; docs/GPU-HOSTS.md).
  *
  * Data moves through the communicator's scratch buffers over CUDA IPC (NVLink or PCIe between
  * GPUs of one host), or, for large messages in buffers registered with mscclppCollRegister,
