@@ -10,6 +10,10 @@
 
 namespace exampleutil {
 
+// Exit status of a program that this host cannot run (too few GPUs): `make gpu-test` counts it
+// as skipped, not failed.
+constexpr int kExitSkipped = 77;
+
 // printf into a std::string (up to 1 KiB), for messages built before they are needed.
 inline std::string strf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 inline std::string strf(const char* fmt, ...) {

@@ -25,8 +25,8 @@
 // Nothing hangs: device-side waits are bounded by %globaltimer or by maxSpinCount (which traps),
 // every kernel is watched by a host deadline, and the FIFO consumer gives up after a deadline.
 // Prints "PASS channels_device_test: ..." or "FAIL channels_device_test: ..." lines; exit code 0
-// means pass, kExitSkipped (77) that the host has fewer than 2 GPUs. Single process; needs 2 GPUs
-// with peer access; no MPI.
+// means pass, exampleutil::kExitSkipped (77) that the host has fewer than 2 GPUs. Single process;
+// needs 2 GPUs with peer access; no MPI.
 #include <cuda_runtime.h>
 #include <mscclpp/fifo_device.h>
 #include <mscclpp/memory_channel_device.h>
@@ -44,9 +44,10 @@
 #include <thread>
 #include <vector>
 
+#include "../../common/example_util.h"
+
 namespace {
 
-constexpr int kExitSkipped = 77;  // the host cannot run the test (fewer than 2 GPUs); gpu-test counts it skipped
 constexpr int kGpuA = 0;
 constexpr int kGpuB = 1;
 constexpr uint64_t kRegion = 4 << 20;        // each buffer: [0, kRegion) send side, [kRegion, 2*kRegion) receive side
@@ -845,7 +846,7 @@ int main() {
   cuda(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount");
   if (ndev < 2) {
     std::printf("SKIP channels_device_test: needs 2 GPUs, found %d\n", ndev);
-    return kExitSkipped;
+    return exampleutil::kExitSkipped;
   }
   enablePeer(kGpuA, kGpuB);
   enablePeer(kGpuB, kGpuA);

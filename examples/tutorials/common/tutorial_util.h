@@ -33,6 +33,7 @@
 namespace tutorial {
 
 using exampleutil::globalTimerNs;
+using exampleutil::kExitSkipped;
 using exampleutil::sizeText;
 using exampleutil::strf;
 
@@ -41,8 +42,6 @@ using exampleutil::strf;
 // (cudaErrorLaunchFailure) that the watchdog reports. A poll is a system-scope load of a few
 // hundred nanoseconds, so this is seconds to minutes: far beyond any wait of these programs.
 constexpr int64_t kMaxSpins = 100000000;
-// Exit status of a tutorial that this host cannot run (too few GPUs); gpu-test counts it skipped.
-constexpr int kExitSkipped = 77;
 
 // How long the host lets a kernel run before it declares it stuck.
 constexpr double kWatchdogSec = 60.0;

@@ -188,12 +188,10 @@ int main(int argc, char** argv) {
   }
   const char* problem = nullptr;
   int canAccess01 = 0, canAccess10 = 0;
-  {
-    CHECK_CUDA(cudaDeviceCanAccessPeer(&canAccess01, 0, 1));
-    CHECK_CUDA(cudaDeviceCanAccessPeer(&canAccess10, 1, 0));
-    if (!canAccess01) problem = "GPU 0 cannot access GPU 1";
-    else if (!canAccess10) problem = "GPU 1 cannot access GPU 0";
-  }
+  CHECK_CUDA(cudaDeviceCanAccessPeer(&canAccess01, 0, 1));
+  CHECK_CUDA(cudaDeviceCanAccessPeer(&canAccess10, 1, 0));
+  if (!canAccess01) problem = "GPU 0 cannot access GPU 1";
+  else if (!canAccess10) problem = "GPU 1 cannot access GPU 0";
   if (problem != nullptr) {
     if (rank == 0) std::printf("%s\n", problem);
     MPI_Comm_free(&pair);
