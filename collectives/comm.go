@@ -208,17 +208,15 @@ func agreeMaxGrid(ctx context.Context, b allGatherer, gpu gpuIdentity, limit int
 		}
 	}
 	gpus := make([]gpuIdentity, b.Size())
+	ranksOn := make(map[uint64]int, len(gpus))
 	grid = maxBlocks
 	for r := range gpus {
 		rec := all[record*r:]
 		gpus[r] = gpuIdentity{id: binary.LittleEndian.Uint64(rec), sms: int(binary.LittleEndian.Uint32(rec[idBytes:]))}
+		ranksOn[gpus[r].id]++
 		if l := int(binary.LittleEndian.Uint32(rec[idBytes+smsBytes:])); l > 0 {
 			grid = min(grid, l)
 		}
-	}
-	ranksOn := make(map[uint64]int, len(gpus))
-	for _, g := range gpus {
-		ranksOn[g.id]++
 	}
 	for _, g := range gpus {
 		grid = min(grid, g.sms/ranksOn[g.id])

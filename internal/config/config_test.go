@@ -106,7 +106,7 @@ func TestProxyTrace(t *testing.T) {
 	}
 }
 
-func TestCollMaxBlocksFromEnvironment(t *testing.T) {
+func TestCollMaxBlocks(t *testing.T) {
 	tests := []struct {
 		env  string
 		want int64
@@ -119,9 +119,11 @@ func TestCollMaxBlocksFromEnvironment(t *testing.T) {
 		{"-4", 0}, // default
 		{"many", 0},
 	}
-	for _, tt := range tests {
-		setEnv(t, CollMaxBlocks, tt.env)
-		assert.Equal(t, tt.want, CollMaxBlocks.Get(), "MSCCLPP_COLL_MAX_BLOCKS=%q", tt.env)
+	for _, tc := range tests {
+		t.Run(tc.env, func(t *testing.T) {
+			setEnv(t, CollMaxBlocks, tc.env)
+			assert.Equal(t, tc.want, CollMaxBlocks.Get())
+		})
 	}
 }
 
