@@ -10,8 +10,10 @@ ABS_BUILD := $(abspath $(BUILD))
 comma    := ,
 
 LIB      := $(BUILD)/lib/libmscclpp.so
-PC       := $(BUILD)/lib/pkgconfig/mscclpp.pc
-HEADERS  := $(wildcard include/*.h include/mscclpp/*.h)
+PC       := $(BUILD)/lib/pkgconfig/mscclpp.pc $(BUILD)/lib/pkgconfig/mscclpp_nccl.pc
+# include/nccl.h is installed as include/mscclpp_nccl/nccl.h, so that it never shadows a real
+# NCCL's header for programs that did not ask for it (pkg-config mscclpp_nccl adds the folder).
+HEADERS  := $(filter-out include/nccl.h,$(wildcard include/*.h)) $(wildcard include/mscclpp/*.h)
 GO_SRC   := go.mod go.sum $(shell find capi core channels collectives kernels internal include -type f \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.s' -o -name '*.ptx' \) -not -name '*_test.go')
 
 # The library's kernels: kernels/src/*.cu compiled to PTX in kernels/ptx/, which is committed and
@@ -59,10 +61,11 @@ TEST_BINS    := $(BUILD)/tests/refusals $(BUILD)/tests/core_refusals $(BUILD)/te
 # A recipe that fails leaves no half-written target behind.
 .DELETE_ON_ERROR:
 
-.PHONY: FORCE all lib headers pkgconfig install deps test vet gotest fuzz abi-check kernels kernels-check examples \
+PHONY_NCCL := nccl nccl-test
+.PHONY: $(PHONY_NCCL) FORCE all lib headers pkgconfig install deps test vet gotest fuzz abi-check kernels kernels-check examples \
 	examples-test capi-test mpi-gotest cuda-examples fatbins tools gpu-bundle gpu-pack gpu-test gpu-bench gpu-compare gpu-profile clean help
 
-all: lib headers pkgconfig ## build libmscclpp.so, the public headers and the pkg-config file
+all: lib nccl headers pkgconfig ## build libmscclpp.so, the NCCL layer, the public headers and the pkg-config files
 
 lib: $(LIB)
 
@@ -73,21 +76,48 @@ $(LIB): $(GO_SRC) $(KERNEL_IMAGES) $(GO_TAGS_STAMP)
 	@# cgo writes the header of the exports next to the library; it is not a public header.
 	@mv $(BUILD)/lib/libmscclpp.h $(BUILD)/cgo/libmscclpp_cgo.h
 
-headers: $(HEADERS)
-	@mkdir -p $(BUILD)/include
-	cp -r include/. $(BUILD)/include/
+# The NCCL layer (nccl/, include/nccl.h): a C library over libmscclpp.so's public API that exports
+# NCCL's functions. libmscclpp_nccl.so is what LD_PRELOAD and -lmscclpp_nccl take; the same code
+# as lib/nccl/libnccl.so.2 serves programs that load libnccl.so.2 from LD_LIBRARY_PATH. Each
+# finds libmscclpp.so beside it (RPATH), so there is one Go runtime however they are loaded.
+NCCL_LAYER   := $(BUILD)/lib/libmscclpp_nccl.so
+NCCL_COMPAT  := $(BUILD)/lib/nccl/libnccl.so.2
+NCCL_SRC     := $(wildcard nccl/*.c)
+NCCL_CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Werror -Iinclude
+NCCL_LDFLAGS := -shared -Wl,--no-undefined -L$(BUILD)/lib -lmscclpp -ldl -lpthread
+
+nccl: $(NCCL_LAYER) $(NCCL_COMPAT) ## build the NCCL layer: libmscclpp_nccl.so and lib/nccl/libnccl.so.2
+
+$(NCCL_LAYER): $(NCCL_SRC) nccl/shim.h include/nccl.h $(LIB)
+	$(CC) $(NCCL_CFLAGS) $(NCCL_SRC) -o $@ $(NCCL_LDFLAGS) -Wl,-soname,libmscclpp_nccl.so -Wl,-rpath,'$$ORIGIN'
+
+$(NCCL_COMPAT): $(NCCL_SRC) nccl/shim.h include/nccl.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(NCCL_CFLAGS) $(NCCL_SRC) -o $@ $(NCCL_LDFLAGS) -Wl,-soname,libnccl.so.2 -Wl,-rpath,'$$ORIGIN/..'
+
+headers: $(HEADERS) include/nccl.h
+	@mkdir -p $(BUILD)/include/mscclpp $(BUILD)/include/mscclpp_nccl
+	cp $(filter include/%.h,$(filter-out include/mscclpp/%,$(HEADERS))) $(BUILD)/include/
+	cp include/mscclpp/*.h $(BUILD)/include/mscclpp/
+	cp include/nccl.h $(BUILD)/include/mscclpp_nccl/
 
 pkgconfig: $(PC)
 
-$(PC): scripts/mscclpp.pc.in
+$(BUILD)/lib/pkgconfig/%.pc: scripts/%.pc.in
 	@mkdir -p $(dir $@)
 	sed 's|@PREFIX@|$(ABS_BUILD)|' $< > $@
 
 install: all ## install into PREFIX (default /usr/local)
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
-	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/
-	cp -r include/. $(DESTDIR)$(PREFIX)/include/
-	sed 's|@PREFIX@|$(PREFIX)|' scripts/mscclpp.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mscclpp.pc
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/nccl $(DESTDIR)$(PREFIX)/include/mscclpp \
+		$(DESTDIR)$(PREFIX)/include/mscclpp_nccl
+	install -m 0755 $(LIB) $(NCCL_LAYER) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0755 $(NCCL_COMPAT) $(DESTDIR)$(PREFIX)/lib/nccl/
+	cp $(BUILD)/include/*.h $(DESTDIR)$(PREFIX)/include/
+	cp $(BUILD)/include/mscclpp/*.h $(DESTDIR)$(PREFIX)/include/mscclpp/
+	cp include/nccl.h $(DESTDIR)$(PREFIX)/include/mscclpp_nccl/
+	for pc in mscclpp mscclpp_nccl; do \
+		sed 's|@PREFIX@|$(PREFIX)|' scripts/$$pc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$pc.pc; \
+	done
 
 deps: ## install CUDA 11.8 (nvcc, cuda.h, libcuda), OpenMPI and build tools on Debian 12
 	./scripts/deps.sh
@@ -95,7 +125,7 @@ deps: ## install CUDA 11.8 (nvcc, cuda.h, libcuda), OpenMPI and build tools on D
 # ---------------------------------------------------------------------------------------------
 # Tests that need no GPU. `make test` is what CI runs.
 
-test: vet kernels-check gotest fuzz abi-check capi-test examples-test mpi-gotest cuda-examples ## everything that needs no GPU
+test: vet kernels-check gotest fuzz abi-check capi-test nccl-test examples-test mpi-gotest cuda-examples ## everything that needs no GPU
 	@echo "make test: all passed"
 
 vet: $(KERNEL_IMAGES)
@@ -202,6 +232,16 @@ capi-test: $(TEST_BINS) ## C ABI refusals, log handler, error strings and setenv
 	./tests/capi/core_c_exports.sh $(LIB) include/mscclpp/collectives.h
 	$(BUILD)/tests/core_refusals
 	$(BUILD)/tests/env_after_load
+
+nccl-test: all ## the NCCL layer: header layout, exports, and routing to a fake libnccl.so.2 under mpirun
+	./tests/nccl/layout.sh
+	./tests/nccl/exports.sh $(BUILD)
+	@# The layout check linked with the layer: every function the header declares must resolve.
+	@mkdir -p $(BUILD)/tests
+	$(CC) -std=c11 -Iinclude tests/nccl/layout_check.c -Wl,--no-as-needed -L$(BUILD)/lib -lmscclpp_nccl \
+		-Wl,-rpath,$(ABS_BUILD)/lib -o $(BUILD)/tests/nccl_symbols
+	LAYOUT_REQUIRE_SYMBOLS=1 $(BUILD)/tests/nccl_symbols >/dev/null
+	./tests/nccl/routing.sh $(BUILD) 2 "$(MPIRUN) $(MPIRUN_FLAGS)"
 
 examples-test: examples ## run the examples under mpirun with $(NP) ranks
 	./examples/mpi/bootstrap/run.sh $(BUILD)/examples/bootstrap $(NP) "$(MPIRUN) $(MPIRUN_FLAGS)"

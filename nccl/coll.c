@@ -1,0 +1,248 @@
+/*
+ * nccl/coll.c: the collectives and point-to-point calls. Each is checked as NCCL checks it, then
+ * routed: served by this library (collectives.h) when it can and MSCCLPP_NCCL_FALLBACK does not
+ * send its kind to the real NCCL, else passed to the real NCCL's communicator beside ours. Which
+ * path each kind took is logged at INFO once per communicator.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "shim.h"
+
+/* The size of one element of each NCCL type (0: not a type). */
+static size_t typeSize(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    default: return 0;
+  }
+}
+
+/* The types this library's kernels reduce (collectives.h). */
+static bool nativeReducible(ncclDataType_t t) {
+  return t == ncclInt32 || t == ncclUint32 || t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 ||
+         t == ncclBfloat16;
+}
+
+/* The operators this library's kernels apply. */
+static bool nativeOp(ncclRedOp_t op) { return op == ncclSum || op == ncclMax || op == ncclMin; }
+
+/* The checks every call shares: a ready communicator, a known type, a count whose bytes (times
+ * `blocks` per rank) fit a size_t, and buffers where there are bytes. */
+static ncclResult_t checkCall(ncclComm_t comm, const char* call, ncclDataType_t type, size_t count, size_t blocks,
+                              const void* send, const void* recv) {
+  ncclResult_t res = shimCommReady(comm, call);
+  if (res != ncclSuccess) return res;
+  size_t size = typeSize(type);
+  if (size == 0) return shimFail(ncclInvalidArgument, comm, call, "unknown data type %d", (int)type);
+  if (count > SIZE_MAX / size / blocks) {
+    return shimFail(ncclInvalidArgument, comm, call, "count %zu of %zu-byte elements overflows", count, size);
+  }
+  if (count > 0 && (send == NULL || recv == NULL)) {
+    return shimFail(ncclInvalidArgument, comm, call, "a buffer is NULL (send %p, receive %p) for %zu elements", send,
+                    recv, count);
+  }
+  return ncclSuccess;
+}
+
+static ncclResult_t checkOp(ncclComm_t comm, const char* call, ncclRedOp_t op) {
+  if ((int)op < 0) return shimFail(ncclInvalidArgument, comm, call, "unknown reduction operator %d", (int)op);
+  return ncclSuccess; /* ops from ncclRedOpCreatePreMulSum are the real NCCL's: it checks them */
+}
+
+static ncclResult_t checkRank(ncclComm_t comm, const char* call, const char* what, int rank) {
+  if (rank < 0 || rank >= comm->nranks) {
+    return shimFail(ncclInvalidArgument, comm, call, "%s %d is outside [0, %d)", what, rank, comm->nranks);
+  }
+  return ncclSuccess;
+}
+
+/* Where a call goes: native (true) or the real NCCL (false, with its communicator). */
+static ncclResult_t route(ncclComm_t comm, shimKind kind, bool servable, const char* call, bool* native,
+                          ncclComm_t* real, const shimRealNccl** nccl) {
+  *native = servable && comm->coll != NULL && !(comm->cfg.forced & (1u << kind));
+  ncclResult_t res = ncclSuccess;
+  if (!*native) {
+    res = shimRealComm(comm, call, real, nccl);
+    if (res == ncclSuccess && shimInGroup()) res = shimJoinRealGroup(*nccl);
+  }
+  if (res == ncclSuccess && !(atomic_load_explicit(&comm->loggedKinds, memory_order_relaxed) & (1u << kind))) {
+    uint32_t was = atomic_fetch_or(&comm->loggedKinds, 1u << kind);
+    if (!(was & (1u << kind))) {
+      shimLog(shimLogInfo, comm, "%s runs on %s%s", shimKindName(kind), *native ? "this library" : "the real NCCL",
+              *native ? "" : (comm->cfg.forced & (1u << kind)) ? " (MSCCLPP_NCCL_FALLBACK)" : " (no native path for it)");
+    }
+  }
+  return res;
+}
+
+/* The result of a native call, with the thread's last error set on failure. */
+static ncclResult_t nativeResult(ncclComm_t comm, const char* call, mscclppResult_t m) {
+  if (m == mscclppSuccess) return ncclSuccess;
+  return shimFail(shimResult(m), comm, call, "%s (the library's log says why)", mscclppGetErrorString(m));
+}
+
+/* A real NCCL call's result; inside a group its error is also the group's. */
+static ncclResult_t realResult(ncclResult_t res) { return shimInGroup() ? shimGroupError(res) : res; }
+
+/* Returns res from a call, recording it as the group's error inside a group. */
+#define CHECK(expr)                                   \
+  do {                                                \
+    ncclResult_t res_ = (expr);                       \
+    if (res_ != ncclSuccess) return shimGroupError(res_); \
+  } while (0)
+
+NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  const char* call = "ncclAllReduce";
+  SHIM_FOREIGN(call, comm, ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
+  CHECK(checkCall(comm, call, datatype, count, 1, sendbuff, recvbuff));
+  CHECK(checkOp(comm, call, op));
+  bool native;
+  ncclComm_t real;
+  const shimRealNccl* nccl;
+  CHECK(route(comm, shimAllReduce, nativeReducible(datatype) && nativeOp(op), call, &native, &real, &nccl));
+  if (native) {
+    return shimGroupError(nativeResult(comm, call, mscclppAllReduce(sendbuff, recvbuff, count, (mscclppDataType_t)datatype,
+                                                                    (mscclppRedOp_t)op, comm->coll, stream)));
+  }
+  return realResult(nccl->ncclAllReduce(sendbuff, recvbuff, count, datatype, op, real, stream));
+}
+
+NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream) {
+  const char* call = "ncclAllGather";
+  SHIM_FOREIGN(call, comm, ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream);
+  CHECK(checkCall(comm, call, datatype, sendcount, (size_t)comm->nranks, sendbuff, recvbuff));
+  bool native;
+  ncclComm_t real;
+  const shimRealNccl* nccl;
+  CHECK(route(comm, shimAllGather, nativeReducible(datatype), call, &native, &real, &nccl));
+  if (native) {
+    return shimGroupError(nativeResult(
+        comm, call, mscclppAllGather(sendbuff, recvbuff, sendcount, (mscclppDataType_t)datatype, comm->coll, stream)));
+  }
+  return realResult(nccl->ncclAllGather(sendbuff, recvbuff, sendcount, datatype, real, stream));
+}
+
+NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
+         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  const char* call = "ncclReduceScatter";
+  SHIM_FOREIGN(call, comm, ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+  CHECK(checkCall(comm, call, datatype, recvcount, (size_t)comm->nranks, sendbuff, recvbuff));
+  CHECK(checkOp(comm, call, op));
+  bool native;
+  ncclComm_t real;
+  const shimRealNccl* nccl;
+  CHECK(route(comm, shimReduceScatter, false, call, &native, &real, &nccl));
+  return realResult(nccl->ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, real, stream));
+}
+
+NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         int root, ncclComm_t comm, cudaStream_t stream) {
+  const char* call = "ncclBroadcast";
+  SHIM_FOREIGN(call, comm, ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream);
+  CHECK(checkRank(comm, call, "root", root));
+  /* Only the root reads sendbuff. */
+  CHECK(checkCall(comm, call, datatype, count, 1, comm->rank == root ? sendbuff : recvbuff, recvbuff));
+  bool native;
+  ncclComm_t real;
+  const shimRealNccl* nccl;
+  CHECK(route(comm, shimBroadcast, false, call, &native, &real, &nccl));
+  return realResult(nccl->ncclBroadcast(sendbuff, recvbuff, count, datatype, root, real, stream));
+}
+
+NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+         cudaStream_t stream) {
+  return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
+}
+
+NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  const char* call = "ncclReduce";
+  SHIM_FOREIGN(call, comm, ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+  CHECK(checkRank(comm, call, "root", root));
+  /* Only the root writes recvbuff. */
+  CHECK(checkCall(comm, call, datatype, count, 1, sendbuff, comm->rank == root ? recvbuff : sendbuff));
+  CHECK(checkOp(comm, call, op));
+  bool native;
+  ncclComm_t real;
+  const shimRealNccl* nccl;
+  CHECK(route(comm, shimReduce, false, call, &native, &real, &nccl));
+  return realResult(nccl->ncclReduce(sendbuff, recvbuff, count, datatype, op, root, real, stream));
+}
+
+NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream) {
+  const char* call = "ncclAlltoAll";
+  SHIM_FOREIGN(call, comm, ncclAlltoAll, sendbuff, recvbuff, count, datatype, comm, stream);
+  CHECK(checkCall(comm, call, datatype, count, (size_t)comm->nranks, sendbuff, recvbuff));
+  bool native;
+  ncclComm_t real;
+  const shimRealNccl* nccl;
+  CHECK(route(comm, shimAlltoAll, false, call, &native, &real, &nccl));
+  if (nccl->ncclAlltoAll == NULL) {
+    return shimGroupError(shimFail(ncclInvalidUsage, comm, call, "the real NCCL (%s) has no ncclAlltoAll", nccl->path));
+  }
+  return realResult(nccl->ncclAlltoAll(sendbuff, recvbuff, count, datatype, real, stream));
+}
+
+NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         int root, ncclComm_t comm, cudaStream_t stream) {
+  const char* call = "ncclGather";
+  SHIM_FOREIGN(call, comm, ncclGather, sendbuff, recvbuff, count, datatype, root, comm, stream);
+  CHECK(checkRank(comm, call, "root", root));
+  CHECK(checkCall(comm, call, datatype, count, (size_t)comm->nranks, sendbuff, comm->rank == root ? recvbuff : sendbuff));
+  bool native;
+  ncclComm_t real;
+  const shimRealNccl* nccl;
+  CHECK(route(comm, shimGather, false, call, &native, &real, &nccl));
+  if (nccl->ncclGather == NULL) {
+    return shimGroupError(shimFail(ncclInvalidUsage, comm, call, "the real NCCL (%s) has no ncclGather", nccl->path));
+  }
+  return realResult(nccl->ncclGather(sendbuff, recvbuff, count, datatype, root, real, stream));
+}
+
+NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         int root, ncclComm_t comm, cudaStream_t stream) {
+  const char* call = "ncclScatter";
+  SHIM_FOREIGN(call, comm, ncclScatter, sendbuff, recvbuff, count, datatype, root, comm, stream);
+  CHECK(checkRank(comm, call, "root", root));
+  CHECK(checkCall(comm, call, datatype, count, (size_t)comm->nranks, comm->rank == root ? sendbuff : recvbuff, recvbuff));
+  bool native;
+  ncclComm_t real;
+  const shimRealNccl* nccl;
+  CHECK(route(comm, shimScatter, false, call, &native, &real, &nccl));
+  if (nccl->ncclScatter == NULL) {
+    return shimGroupError(shimFail(ncclInvalidUsage, comm, call, "the real NCCL (%s) has no ncclScatter", nccl->path));
+  }
+  return realResult(nccl->ncclScatter(sendbuff, recvbuff, count, datatype, root, real, stream));
+}
+
+NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+         cudaStream_t stream) {
+  const char* call = "ncclSend";
+  SHIM_FOREIGN(call, comm, ncclSend, sendbuff, count, datatype, peer, comm, stream);
+  CHECK(checkRank(comm, call, "peer", peer));
+  CHECK(checkCall(comm, call, datatype, count, 1, sendbuff, sendbuff));
+  bool native;
+  ncclComm_t real;
+  const shimRealNccl* nccl;
+  CHECK(route(comm, shimSendRecv, false, call, &native, &real, &nccl));
+  return realResult(nccl->ncclSend(sendbuff, count, datatype, peer, real, stream));
+}
+
+NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+         cudaStream_t stream) {
+  const char* call = "ncclRecv";
+  SHIM_FOREIGN(call, comm, ncclRecv, recvbuff, count, datatype, peer, comm, stream);
+  CHECK(checkRank(comm, call, "peer", peer));
+  CHECK(checkCall(comm, call, datatype, count, 1, recvbuff, recvbuff));
+  bool native;
+  ncclComm_t real;
+  const shimRealNccl* nccl;
+  CHECK(route(comm, shimSendRecv, false, call, &native, &real, &nccl));
+  return realResult(nccl->ncclRecv(recvbuff, count, datatype, peer, real, stream));
+}

@@ -1,0 +1,104 @@
+/*
+ * nccl/cuda.c: the few CUDA driver calls the NCCL layer makes itself: which context the caller's
+ * thread has current (so that a thread the layer starts works on the same GPU), and device
+ * memory for ncclMemAlloc. The driver is dlopen'd, as the library does, so the layer loads on
+ * machines without one.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+
+#include "shim.h"
+
+typedef int CUresult;
+typedef void* CUcontext;
+typedef unsigned long long CUdeviceptr;
+enum { cudaSuccess_ = 0 };
+
+static struct {
+  CUresult (*ctxGetCurrent)(CUcontext*);
+  CUresult (*ctxSetCurrent)(CUcontext);
+  CUresult (*ctxGetDevice)(int*);
+  CUresult (*ctxSynchronize)(void);
+  CUresult (*deviceGet)(int*, int);
+  CUresult (*primaryCtxRetain)(CUcontext*, int);
+  CUresult (*memAlloc)(CUdeviceptr*, size_t);
+  CUresult (*memFree)(CUdeviceptr);
+  bool loaded;
+} drv;
+static pthread_once_t drvOnce = PTHREAD_ONCE_INIT;
+
+static void loadDriver(void) {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (h == NULL) return;
+  *(void**)&drv.ctxGetCurrent = dlsym(h, "cuCtxGetCurrent");
+  *(void**)&drv.ctxSetCurrent = dlsym(h, "cuCtxSetCurrent");
+  *(void**)&drv.ctxGetDevice = dlsym(h, "cuCtxGetDevice");
+  *(void**)&drv.ctxSynchronize = dlsym(h, "cuCtxSynchronize");
+  *(void**)&drv.deviceGet = dlsym(h, "cuDeviceGet");
+  *(void**)&drv.primaryCtxRetain = dlsym(h, "cuDevicePrimaryCtxRetain");
+  *(void**)&drv.memAlloc = dlsym(h, "cuMemAlloc_v2");
+  *(void**)&drv.memFree = dlsym(h, "cuMemFree_v2");
+  drv.loaded = drv.ctxGetCurrent && drv.ctxSetCurrent && drv.ctxGetDevice && drv.ctxSynchronize &&
+               drv.deviceGet && drv.primaryCtxRetain && drv.memAlloc && drv.memFree;
+}
+
+static bool driver(void) {
+  pthread_once(&drvOnce, loadDriver);
+  return drv.loaded;
+}
+
+void* shimCurrentContext(void) {
+  CUcontext ctx = NULL;
+  if (driver() && drv.ctxGetCurrent(&ctx) != cudaSuccess_) ctx = NULL;
+  return ctx;
+}
+
+int shimCurrentDevice(void) {
+  int dev = -1;
+  if (!driver() || shimCurrentContext() == NULL || drv.ctxGetDevice(&dev) != cudaSuccess_) return -1;
+  return dev;
+}
+
+bool shimSetContext(void* ctx) { return driver() && drv.ctxSetCurrent(ctx) == cudaSuccess_; }
+
+bool shimSetDevice(int device) {
+  int dev;
+  CUcontext ctx;
+  if (!driver() || drv.deviceGet(&dev, device) != cudaSuccess_) return false;
+  /* The runtime's cudaSetDevice makes the same primary context current. The reference is kept
+   * for the life of the process, as the runtime's is. */
+  if (drv.primaryCtxRetain(&ctx, dev) != cudaSuccess_) return false;
+  return drv.ctxSetCurrent(ctx) == cudaSuccess_;
+}
+
+bool shimSynchronize(void) { return driver() && shimCurrentContext() != NULL && drv.ctxSynchronize() == cudaSuccess_; }
+
+/* ncclMemAlloc rounds sizes up to this: the copy engines write into a peer's allocation of another
+ * size at about four fifths of their speed (collectives.h). */
+#define memAllocAlign (2u << 20)
+
+NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
+  if (ptr == NULL) return shimFail(ncclInvalidArgument, NULL, "ncclMemAlloc", "ptr is NULL");
+  *ptr = NULL;
+  if (size == 0) return ncclSuccess;
+  if (!driver()) return shimFail(ncclSystemError, NULL, "ncclMemAlloc", "the CUDA driver (libcuda.so.1) is not loadable");
+  if (shimCurrentContext() == NULL) {
+    return shimFail(ncclInvalidUsage, NULL, "ncclMemAlloc", "no CUDA context is current on this thread (cudaSetDevice first)");
+  }
+  if (size > SIZE_MAX - memAllocAlign) return shimFail(ncclInvalidArgument, NULL, "ncclMemAlloc", "size %zu is too large", size);
+  CUdeviceptr p = 0;
+  CUresult r = drv.memAlloc(&p, (size + memAllocAlign - 1) / memAllocAlign * memAllocAlign);
+  if (r != cudaSuccess_) {
+    return shimFail(ncclUnhandledCudaError, NULL, "ncclMemAlloc", "cuMemAlloc of %zu bytes failed (CUDA error %d)", size, r);
+  }
+  *ptr = (void*)(uintptr_t)p;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
+  if (ptr == NULL) return ncclSuccess;
+  if (!driver()) return shimFail(ncclSystemError, NULL, "ncclMemFree", "the CUDA driver (libcuda.so.1) is not loadable");
+  CUresult r = drv.memFree((CUdeviceptr)(uintptr_t)ptr);
+  if (r != cudaSuccess_) return shimFail(ncclUnhandledCudaError, NULL, "ncclMemFree", "cuMemFree failed (CUDA error %d)", r);
+  return ncclSuccess;
+}

@@ -1,0 +1,216 @@
+/*
+ * nccl/shim.h: the internals of libmscclpp_nccl.so, the NCCL API (include/nccl.h) served by this
+ * library. Not installed.
+ *
+ * The layer is a client of libmscclpp.so's public C API (mscclpp/core.h, mscclpp/collectives.h),
+ * like any program: an NCCL communicator is a bootstrap, a context, a communicator and a
+ * collective communicator of that API, plus, when a call needs it, a communicator of the real
+ * NCCL created alongside (real.c). Each call is served natively or sent to the real NCCL
+ * (route.c decides); a communicator handle that is not ours is passed to the real NCCL unchanged.
+ */
+#ifndef MSCCLPP_NCCL_SHIM_H_
+#define MSCCLPP_NCCL_SHIM_H_
+
+#include <nccl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <mscclpp/collectives.h>
+#include <mscclpp/core.h>
+
+/* Defines an exported NCCL function and its profiling twin pNAME (the same code). */
+#define NCCL_API(ret, name, ...)                                                              \
+  __attribute__((visibility("default"), alias(#name))) ret p##name(__VA_ARGS__);             \
+  __attribute__((visibility("default"))) ret name(__VA_ARGS__)
+
+/* The kinds of calls that route.c routes, one bit each in a routing mask. */
+typedef enum {
+  shimAllReduce,
+  shimAllGather,
+  shimReduceScatter,
+  shimBroadcast,
+  shimReduce,
+  shimSendRecv,
+  shimAlltoAll,
+  shimGather,
+  shimScatter,
+  shimNumKinds
+} shimKind;
+
+/* The lower-case name of a kind, as MSCCLPP_NCCL_FALLBACK spells it. */
+const char* shimKindName(shimKind kind);
+
+/* What the environment asks of a communicator, read when it is created (env.c). */
+typedef struct {
+  bool off;          /* MSCCLPP_NCCL_FALLBACK=off: never use the real NCCL */
+  bool eager;        /* "eager" in the list: create the real NCCL communicator at init */
+  uint32_t forced;   /* kinds (bit per shimKind) always sent to the real NCCL */
+} shimConfig;
+
+/* Reads MSCCLPP_NCCL_FALLBACK into *cfg; on a bad value writes why into why and fails. */
+ncclResult_t shimReadConfig(shimConfig* cfg, char* why, size_t whyLen);
+
+/* Marks an NCCL communicator of ours ("MSCCLNC1"); a real NCCL communicator starts otherwise. */
+#define SHIM_COMM_MAGIC 0x31434e4c4343534dULL
+
+/* Where a communicator's initialisation stands (nonblocking init runs on a thread). */
+typedef enum { shimInitRunning, shimInitDone } shimInitState;
+
+struct ncclComm {
+  uint64_t magic;  /* SHIM_COMM_MAGIC while alive; cleared when freed */
+  int rank, nranks;
+  int device;      /* CUDA device ordinal; -1 when the native path is unavailable */
+  shimConfig cfg;
+  bool blocking;   /* ncclConfig_t.blocking (default 1) */
+
+  mscclppBootstrap_t bootstrap;
+  mscclppContext_t context;
+  mscclppCommunicator_t communicator;
+  mscclppCollComm_t coll;   /* the native path; NULL when unavailable (nativeWhy says why) */
+  char nativeWhy[256];
+
+  pthread_mutex_t mu;       /* guards real, the split counter and loggedKinds */
+  ncclComm_t real;          /* the real NCCL's communicator, made on first need; NULL before */
+  _Atomic uint32_t loggedKinds; /* kinds whose path has been logged */
+  uint32_t splits;          /* splits and shrinks made from this communicator (their tags) */
+
+  /* Nonblocking initialisation: the thread and its result (ncclInProgress while it runs). */
+  pthread_t initThread;
+  bool initThreadStarted;
+  _Atomic int initResult;
+  _Atomic int asyncError;   /* first error seen after init; ncclSuccess when none */
+};
+
+/* ---- Errors and logging (env.c) ------------------------------------------------------------- */
+
+/* Records a failure of `call` on comm (NULL allowed) as the thread's last error, logs it at WARN
+ * and returns res. */
+ncclResult_t shimFail(ncclResult_t res, ncclComm_t comm, const char* call, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The thread's last error message ("" when none). */
+const char* shimLastError(void);
+/* Maps a libmscclpp result to NCCL's (the values are the same; kept explicit). */
+ncclResult_t shimResult(mscclppResult_t res);
+
+typedef enum { shimLogWarn = 1, shimLogInfo = 2, shimLogTrace = 3 } shimLogLevel;
+/* Writes a line in the library's log format when MSCCLPP_DEBUG allows level. */
+void shimLog(shimLogLevel level, ncclComm_t comm, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- Communicators (comm.c) ----------------------------------------------------------------- */
+
+/* Whether comm is one of ours (alive). NULL and the real NCCL's communicators are not. */
+static inline bool shimIsOurs(ncclComm_t comm) { return comm != NULL && comm->magic == SHIM_COMM_MAGIC; }
+
+/* Waits for a nonblocking init to finish; returns its result. */
+ncclResult_t shimCommReady(ncclComm_t comm, const char* call);
+
+/* ---- The CUDA driver (cuda.c) -------------------------------------------------------------- */
+
+/* The calling thread's current CUDA context (NULL: none, or no driver). */
+void* shimCurrentContext(void);
+/* The device of the calling thread's current context; -1 when there is none. */
+int shimCurrentDevice(void);
+/* Makes ctx current on the calling thread. */
+bool shimSetContext(void* ctx);
+/* Makes device's primary context current on the calling thread (what cudaSetDevice does). */
+bool shimSetDevice(int device);
+/* Waits for the current context's work to finish. */
+bool shimSynchronize(void);
+
+/* ---- The real NCCL (real.c) ----------------------------------------------------------------- */
+
+/* The real NCCL's functions this layer calls; a NULL field is missing from that library. */
+#define SHIM_REAL_FUNCS(X)                                                                              \
+  X(ncclResult_t, ncclGetVersion, (int*))                                                               \
+  X(ncclResult_t, ncclGetUniqueId, (ncclUniqueId*))                                                     \
+  X(ncclResult_t, ncclCommInitRank, (ncclComm_t*, int, ncclUniqueId, int))                              \
+  X(ncclResult_t, ncclCommInitRankConfig, (ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*))         \
+  X(ncclResult_t, ncclCommFinalize, (ncclComm_t))                                                       \
+  X(ncclResult_t, ncclCommDestroy, (ncclComm_t))                                                        \
+  X(ncclResult_t, ncclCommAbort, (ncclComm_t))                                                          \
+  X(ncclResult_t, ncclCommSplit, (ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*))                    \
+  X(ncclResult_t, ncclCommShrink, (ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int))             \
+  X(ncclResult_t, ncclCommRevoke, (ncclComm_t, int))                                                    \
+  X(const char*, ncclGetLastError, (ncclComm_t))                                                        \
+  X(ncclResult_t, ncclCommGetAsyncError, (ncclComm_t, ncclResult_t*))                                   \
+  X(ncclResult_t, ncclCommCount, (const ncclComm_t, int*))                                              \
+  X(ncclResult_t, ncclCommCuDevice, (const ncclComm_t, int*))                                           \
+  X(ncclResult_t, ncclCommUserRank, (const ncclComm_t, int*))                                           \
+  X(ncclResult_t, ncclCommRegister, (const ncclComm_t, void*, size_t, void**))                          \
+  X(ncclResult_t, ncclCommDeregister, (const ncclComm_t, void*))                                        \
+  X(ncclResult_t, ncclCommWindowRegister, (ncclComm_t, void*, size_t, ncclWindow_t*, int))              \
+  X(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t, ncclWindow_t))                                 \
+  X(ncclResult_t, ncclDevCommCreate, (ncclComm_t, const void*, void*))                                  \
+  X(ncclResult_t, ncclDevCommDestroy, (ncclComm_t, const void*))                                        \
+  X(ncclResult_t, ncclMemAlloc, (void**, size_t))                                                       \
+  X(ncclResult_t, ncclMemFree, (void*))                                                                 \
+  X(ncclResult_t, ncclRedOpCreatePreMulSum,                                                             \
+    (ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t, ncclComm_t))                           \
+  X(ncclResult_t, ncclRedOpDestroy, (ncclRedOp_t, ncclComm_t))                                          \
+  X(ncclResult_t, ncclReduce,                                                                           \
+    (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t))           \
+  X(ncclResult_t, ncclBroadcast, (const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)) \
+  X(ncclResult_t, ncclAllReduce,                                                                        \
+    (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t))                \
+  X(ncclResult_t, ncclReduceScatter,                                                                    \
+    (const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t))                \
+  X(ncclResult_t, ncclAllGather, (const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)) \
+  X(ncclResult_t, ncclAlltoAll, (const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)) \
+  X(ncclResult_t, ncclGather, (const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)) \
+  X(ncclResult_t, ncclScatter, (const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)) \
+  X(ncclResult_t, ncclSend, (const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))        \
+  X(ncclResult_t, ncclRecv, (void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))              \
+  X(ncclResult_t, ncclGroupStart, (void))                                                               \
+  X(ncclResult_t, ncclGroupEnd, (void))                                                                 \
+  X(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t*))
+
+/* The real NCCL: its functions and where it was loaded from. */
+typedef struct {
+#define SHIM_REAL_FIELD(ret, name, args) ret(*name) args;
+  SHIM_REAL_FUNCS(SHIM_REAL_FIELD)
+#undef SHIM_REAL_FIELD
+  char path[1024];
+} shimRealNccl;
+
+/* The real NCCL, loaded on first use (MSCCLPP_NCCL_LIB_PATH, else the first libnccl.so.2 that is
+ * not this library); NULL when there is none, with the reason in why. */
+const shimRealNccl* shimReal(char* why, size_t whyLen);
+
+/* The real NCCL's communicator beside comm, created on first need: rank 0 makes the real unique
+ * id and sends it over comm's bootstrap. Collective in the sense of NCCL: every rank's first
+ * call that needs it is the same call. Fails (with the thread's last error set) when there is no
+ * real NCCL or fallback is off. */
+ncclResult_t shimRealComm(ncclComm_t comm, const char* call, ncclComm_t* real, const shimRealNccl** nccl);
+
+/* ---- Groups (group.c) ----------------------------------------------------------------------- */
+
+/* Called by each real NCCL call made for comm inside a group: opens the real NCCL's group on this
+ * thread once, so that the calls of one ncclGroupStart/End are one group there too. */
+ncclResult_t shimJoinRealGroup(const shimRealNccl* nccl);
+/* Returns res; inside a group it also records the group's first error, which ncclGroupEnd
+ * returns. */
+ncclResult_t shimGroupError(ncclResult_t res);
+/* Whether this thread is inside ncclGroupStart/End. */
+bool shimInGroup(void);
+
+/* Passes a call on a communicator that is not ours (NCCL's own, as PyTorch's copy of NCCL calls
+ * its exported functions) to the real NCCL unchanged; refuses NULL. */
+#define SHIM_FOREIGN(call, comm, fn, ...)                                                              \
+  do {                                                                                                 \
+    if (!shimIsOurs(comm)) {                                                                           \
+      if ((comm) == NULL) return shimGroupError(shimFail(ncclInvalidArgument, NULL, call, "comm is NULL")); \
+      char why_[512];                                                                                  \
+      const shimRealNccl* r_ = shimReal(why_, sizeof(why_));                                           \
+      if (r_ == NULL || r_->fn == NULL) {                                                              \
+        return shimGroupError(                                                                         \
+            shimFail(ncclInvalidArgument, NULL, call, "comm is not a communicator of this library"));  \
+      }                                                                                                \
+      return r_->fn(__VA_ARGS__);                                                                      \
+    }                                                                                                  \
+  } while (0)
+
+#endif  // MSCCLPP_NCCL_SHIM_H_
