@@ -9,11 +9,13 @@ import (
 // Algorithm names, as MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO spell them.
 const (
 	AlgoAuto    = "auto"
-	AlgoPacket  = "packet"  // one-shot LL packets (AllReduce and AllGather)
+	AlgoPacket  = "packet"  // one-shot LL packets (every collective)
 	AlgoPacket2 = "packet2" // two-shot LL packets: reduce-scatter and all-gather (AllReduce)
 	AlgoRSAG    = "rsag"    // reduce-scatter + all-gather rounds (AllReduce)
-	AlgoPut     = "put"     // copies and a signal per round (AllGather)
-	AlgoDirect  = "direct"  // zero-copy, straight between registered user buffers (AllReduce and AllGather)
+	// AlgoPut is copies into the peers' scratch and a signal per round (AllGather, Broadcast;
+	// ReduceScatter: rsag's reduce-scatter rounds).
+	AlgoPut    = "put"
+	AlgoDirect = "direct" // zero-copy, straight between registered user buffers (AllReduce and AllGather)
 	// AlgoPort is zero-copy through port channels: the copy engines move all the data between
 	// the ranks (AllGather: between the registered receive buffers; AllReduce: the inputs into
 	// the peers' scratch and the reduced shards into the peers' registered receive buffers, the
@@ -196,16 +198,54 @@ func allReduceKernel(algo string, dt DataType) string {
 // allGatherKernel is the entry point of algo (AllGather moves bytes: one kernel for every type).
 func allGatherKernel(algo string) string { return "mscclpp_allgather_" + algo }
 
+// reduceScatterKernel is the entry point of algo for dt.
+func reduceScatterKernel(algo string, dt DataType) string {
+	return "mscclpp_reducescatter_" + algo + "_" + dataTypes[dt].suffix
+}
+
+// broadcastKernel is the entry point of algo (Broadcast moves bytes: one kernel for every type).
+func broadcastKernel(algo string) string { return "mscclpp_broadcast_" + algo }
+
 // kernelNames lists every entry point a call may launch.
 func kernelNames() []string {
 	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect),
-		allGatherKernel(AlgoPort)}
+		allGatherKernel(AlgoPort), broadcastKernel(AlgoPacket), broadcastKernel(AlgoPut)}
 	for dt := range dataTypes {
+		if !dt.Reducible() {
+			continue
+		}
 		for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG, AlgoDirect, AlgoRSAGDirect, AlgoRSAGPort, AlgoPort} {
 			names = append(names, allReduceKernel(algo, dt))
 		}
+		for _, algo := range []string{AlgoPacket, AlgoPut} {
+			names = append(names, reduceScatterKernel(algo, dt))
+		}
 	}
 	return names
+}
+
+// chooseReduceScatter picks the algorithm and grid for a ReduceScatter of bytes per rank of dt
+// across nRanks, in grids of at most maxGrid blocks: packets up to AllGather's packet limit (each
+// rank sends each peer as many bytes as in an AllGather of that size; not measured for
+// ReduceScatter), then rsag's reduce-scatter rounds (put). There is no zero-copy variant: every
+// call goes through the scratch.
+func chooseReduceScatter(bytes uint64, dt DataType, nRanks, maxGrid int) plan {
+	if bytes <= allGatherPacketLimit(nRanks) {
+		// One packet per thread over the whole input, as packet2 counts it.
+		return plan{AlgoPacket, reduceScatterKernel(AlgoPacket, dt), packetBlocks(bytes*uint64(nRanks), maxGrid), packetThreads}
+	}
+	return plan{AlgoPut, reduceScatterKernel(AlgoPut, dt), roundBlocks(bytes, maxGrid), rsagThreads}
+}
+
+// chooseBroadcast picks the algorithm and grid for a Broadcast of bytes across nRanks, in grids
+// of at most maxGrid blocks: packets up to AllGather's packet limit (the root sends each peer as
+// many bytes as a rank of such an AllGather; not measured for Broadcast), then the root's put
+// rounds into every peer's scratch.
+func chooseBroadcast(bytes uint64, nRanks, maxGrid int) plan {
+	if bytes <= allGatherPacketLimit(nRanks) {
+		return plan{AlgoPacket, broadcastKernel(AlgoPacket), packetBlocks(bytes, maxGrid), packetThreads}
+	}
+	return plan{AlgoPut, broadcastKernel(AlgoPut), roundBlocks(bytes, maxGrid), putThreads}
 }
 
 // chooseAllGather picks the algorithm and grid for bytes per rank across nRanks, in grids of at

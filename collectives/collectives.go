@@ -16,12 +16,12 @@ func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op O
 	if err := checkCall(send, recv, count, dt); err != nil {
 		return fail(err)
 	}
-	if !op.Valid() {
-		return fail(fmt.Errorf("unsupported operator (sum, max and min are): %w", errs.ErrInvalidArgument))
+	if err := checkReduction(dt, op); err != nil {
+		return fail(err)
 	}
 	bytes := uint64(count) * uint64(dt.Size())
-	if send != recv && overlap(send, recv, bytes, bytes) {
-		return fail(fmt.Errorf("send and receive buffers overlap without being the same: %w", errs.ErrInvalidArgument))
+	if err := checkSameOrApart(send, recv, bytes); err != nil {
+		return fail(err)
 	}
 	if count == 0 {
 		return nil
@@ -60,6 +60,68 @@ func (c *Comm) AllGather(send, recv cuda.DevicePtr, sendCount int, dt DataType, 
 			return chooseAllGather(bytes, c.nRanks, c.maxGrid, reg, send == mine, forced)
 		}}
 	x.args.Send, x.args.Recv, x.args.Count = uintptr(send), uintptr(recv), bytes
+	if err := c.launch(&x, s); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// ReduceScatter reduces the recvCount elements of type dt at send + r*recvCount across all ranks
+// with op and writes the result to recv on rank r: send holds nRanks*recvCount elements. In place
+// when recv is this rank's part of send. Queued on stream s; returns once queued. Each rank
+// reduces its part in rank order, as AllReduce does.
+func (c *Comm) ReduceScatter(send, recv cuda.DevicePtr, recvCount int, dt DataType, op Op, s cuda.Stream) error {
+	fail := func(err error) error {
+		return fmt.Errorf("reducescatter of %d %s per rank (%s): %w", recvCount, dt, op, err)
+	}
+	if err := checkCall(send, recv, recvCount, dt); err != nil {
+		return fail(err)
+	}
+	if err := checkReduction(dt, op); err != nil {
+		return fail(err)
+	}
+	bytes := uint64(recvCount) * uint64(dt.Size())
+	mine := send + cuda.DevicePtr(uint64(c.rank)*bytes)
+	if recv != mine && overlap(send, recv, bytes*uint64(c.nRanks), bytes) {
+		return fail(fmt.Errorf("the receive buffer overlaps the send buffer without being this rank's part of it: %w",
+			errs.ErrInvalidArgument))
+	}
+	if recvCount == 0 {
+		return nil
+	}
+	// With one rank, launch copies from Send to local: this rank's part is the whole input.
+	x := call{args: c.args, local: recv, bytes: bytes,
+		choose: func(registered) plan { return chooseReduceScatter(bytes, dt, c.nRanks, c.maxGrid) }}
+	x.args.Send, x.args.Recv, x.args.Count, x.args.Op = uintptr(send), uintptr(recv), uint64(recvCount), uint64(op)
+	if err := c.launch(&x, s); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// Broadcast copies count elements of type dt at send on rank root to recv on every rank (send
+// == recv: in place; the other ranks' send is not read). Queued on stream s; returns once queued.
+func (c *Comm) Broadcast(send, recv cuda.DevicePtr, count int, dt DataType, root int, s cuda.Stream) error {
+	fail := func(err error) error { return fmt.Errorf("broadcast of %d %s from rank %d: %w", count, dt, root, err) }
+	if root < 0 || root >= c.nRanks {
+		return fail(fmt.Errorf("root out of range [0, %d): %w", c.nRanks, errs.ErrInvalidArgument))
+	}
+	if c.rank != root {
+		send = recv // not read: checked as recv
+	}
+	if err := checkCall(send, recv, count, dt); err != nil {
+		return fail(err)
+	}
+	bytes := uint64(count) * uint64(dt.Size())
+	if err := checkSameOrApart(send, recv, bytes); err != nil {
+		return fail(err)
+	}
+	if count == 0 {
+		return nil
+	}
+	x := call{args: c.args, local: recv, bytes: bytes,
+		choose: func(registered) plan { return chooseBroadcast(bytes, c.nRanks, c.maxGrid) }}
+	x.args.Send, x.args.Recv, x.args.Count, x.args.Op = uintptr(send), uintptr(recv), bytes, uint64(root)
 	if err := c.launch(&x, s); err != nil {
 		return fail(err)
 	}
@@ -142,8 +204,8 @@ func (c *Comm) zeroCopyRegistrations(x *call) (sendReg, recvReg *Registration) {
 func checkCall(send, recv cuda.DevicePtr, count int, dt DataType) error {
 	switch {
 	case !dt.Valid():
-		return fmt.Errorf("unsupported data type (int32, uint32, float16, bfloat16, float32 and float64 are): %w",
-			errs.ErrInvalidArgument)
+		return fmt.Errorf("unsupported data type (int8, uint8, int32, uint32, int64, uint64, float16, bfloat16, "+
+			"float32, float64, float8e4m3 and float8e5m2 are): %w", errs.ErrInvalidArgument)
 	case count < 0:
 		return fmt.Errorf("negative count: %w", errs.ErrInvalidArgument)
 	case count > 0 && (send == 0 || recv == 0):
@@ -151,6 +213,15 @@ func checkCall(send, recv cuda.DevicePtr, count int, dt DataType) error {
 	case uint64(send)%uint64(dt.Size()) != 0 || uint64(recv)%uint64(dt.Size()) != 0:
 		return fmt.Errorf("buffers at %#x and %#x are not aligned to the %d-byte element: %w",
 			uint64(send), uint64(recv), dt.Size(), errs.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// checkSameOrApart refuses send and receive buffers of `bytes` bytes that overlap without being
+// the same.
+func checkSameOrApart(send, recv cuda.DevicePtr, bytes uint64) error {
+	if send != recv && overlap(send, recv, bytes, bytes) {
+		return fmt.Errorf("send and receive buffers overlap without being the same: %w", errs.ErrInvalidArgument)
 	}
 	return nil
 }

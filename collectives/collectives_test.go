@@ -299,7 +299,16 @@ func TestScratchBytes(t *testing.T) {
 }
 
 func TestKernelNamesCoverEveryType(t *testing.T) {
-	assert.Len(t, kernelNames(), 4+7*len(dataTypes)) // four AllGather kernels, seven AllReduce algorithms per type
+	reducible := 0
+	for dt := range dataTypes {
+		if dt.Reducible() {
+			reducible++
+		}
+	}
+	assert.Equal(t, 6, reducible)
+	// Four AllGather and two Broadcast kernels; seven AllReduce and two ReduceScatter algorithms
+	// per reducible type.
+	assert.Len(t, kernelNames(), 4+2+(7+2)*reducible)
 }
 
 func TestCheckCall(t *testing.T) {
@@ -313,7 +322,11 @@ func TestCheckCall(t *testing.T) {
 	}{
 		{"fine", p, p, 10, Float32, true},
 		{"count 0 with NULL", 0, 0, 0, Float32, true},
-		{"bad type", p, p, 1, DataType(0), false},
+		{"bad type", p, p, 1, DataType(12), false},
+		{"negative type", p, p, 1, DataType(-1), false},
+		{"bytes at any address", p + 1, p + 3, 7, Uint8, true},
+		{"fp8 at any address", p + 1, p + 3, 7, Float8E5M2, true},
+		{"int64 at 4 bytes", p + 4, p, 1, Int64, false},
 		{"negative count", p, p, -1, Float32, false},
 		{"NULL send", 0, p, 1, Float32, false},
 		{"misaligned", p + 2, p, 1, Float32, false},
@@ -343,7 +356,35 @@ func TestNewRefusesNilCommunicator(t *testing.T) {
 func TestTypesAndOps(t *testing.T) {
 	assert.Equal(t, 2, BFloat16.Size())
 	assert.Equal(t, "bfloat16", BFloat16.String())
-	assert.Equal(t, "DataType(1)", DataType(1).String())
+	assert.Equal(t, "DataType(12)", DataType(12).String())
+	tests := []struct {
+		dt        DataType
+		value     int // NCCL's ncclDataType_t
+		name      string
+		size      int
+		reducible bool
+	}{
+		{Int8, 0, "int8", 1, false},
+		{Uint8, 1, "uint8", 1, false},
+		{Int32, 2, "int32", 4, true},
+		{Uint32, 3, "uint32", 4, true},
+		{Int64, 4, "int64", 8, false},
+		{Uint64, 5, "uint64", 8, false},
+		{Float16, 6, "float16", 2, true},
+		{Float32, 7, "float32", 4, true},
+		{Float64, 8, "float64", 8, true},
+		{BFloat16, 9, "bfloat16", 2, true},
+		{Float8E4M3, 10, "float8e4m3", 1, false},
+		{Float8E5M2, 11, "float8e5m2", 1, false},
+	}
+	assert.Len(t, dataTypes, len(tests))
+	for _, tt := range tests {
+		assert.Equal(t, tt.value, int(tt.dt), tt.name)
+		assert.True(t, tt.dt.Valid(), tt.name)
+		assert.Equal(t, tt.name, tt.dt.String())
+		assert.Equal(t, tt.size, tt.dt.Size(), tt.name)
+		assert.Equal(t, tt.reducible, tt.dt.Reducible(), tt.name)
+	}
 	assert.False(t, Op(1).Valid())
 	assert.Equal(t, "min", Min.String())
 }
@@ -380,8 +421,14 @@ func TestCallsOnAClosedComm(t *testing.T) {
 	assert.ErrorIs(t, err, ErrClosed)
 	assert.ErrorIs(t, err, errs.ErrInvalidUsage)
 	assert.ErrorIs(t, c.AllGather(p, p, 4, Float32, cuda.Stream{}), ErrClosed)
+	assert.ErrorIs(t, c.AllGather(p, p, 3, Uint8, cuda.Stream{}), ErrClosed)
+	assert.ErrorIs(t, c.ReduceScatter(p, p, 4, Float32, Sum, cuda.Stream{}), ErrClosed)
+	assert.ErrorIs(t, c.Broadcast(p, p, 4, Float32, 1, cuda.Stream{}), ErrClosed)
+	assert.ErrorIs(t, c.Broadcast(p, p, 5, Int8, 0, cuda.Stream{}), ErrClosed)
 	assert.ErrorIs(t, c.AllReduce(p, p, 4, Float32, Op(1), cuda.Stream{}), errs.ErrInvalidArgument)
 	assert.NoError(t, c.AllReduce(0, 0, 0, Float32, Sum, cuda.Stream{}), "count 0 is a no-op")
+	assert.NoError(t, c.ReduceScatter(0, 0, 0, Float32, Sum, cuda.Stream{}), "count 0 is a no-op")
+	assert.NoError(t, c.Broadcast(0, 0, 0, Float32, 0, cuda.Stream{}), "count 0 is a no-op")
 	assert.ErrorIs(t, c.Close(), ErrClosed)
 }
 
@@ -425,4 +472,127 @@ func TestModuleForLongestPrefix(t *testing.T) {
 			assert.Equal(t, want, names[i], "%s in %v", kernel, names)
 		}
 	}
+}
+
+// TestCallRefusals: what each collective refuses before it queues anything, with
+// ErrInvalidArgument and a message that names the problem (rank 1 of 2, checked before the
+// Comm's state, which is empty here).
+func TestCallRefusals(t *testing.T) {
+	c := &Comm{rank: 1, nRanks: 2}
+	const p = cuda.DevicePtr(0x10000)
+	tests := []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"allreduce of bytes", func() error { return c.AllReduce(p, p, 4, Uint8, Sum, cuda.Stream{}) },
+			"uint8 has no reduction kernel"},
+		{"allreduce of int64", func() error { return c.AllReduce(p, p, 4, Int64, Max, cuda.Stream{}) },
+			"int64 has no reduction kernel"},
+		{"allreduce of fp8", func() error { return c.AllReduce(p, p, 4, Float8E4M3, Sum, cuda.Stream{}) },
+			"float8e4m3 has no reduction kernel"},
+		{"reducescatter of int8", func() error { return c.ReduceScatter(p, p+2, 1, Int8, Sum, cuda.Stream{}) },
+			"int8 has no reduction kernel"},
+		{"reducescatter, bad op", func() error { return c.ReduceScatter(p, p+8, 2, Float32, Op(1), cuda.Stream{}) },
+			"unsupported operator"},
+		{"reducescatter, bad type", func() error { return c.ReduceScatter(p, p+8, 2, DataType(12), Sum, cuda.Stream{}) },
+			"unsupported data type"},
+		// Rank 1's block of a 2 x 4 float32 input is at p+16.
+		{"reducescatter, recv overlaps another block", func() error {
+			return c.ReduceScatter(p, p+4, 4, Float32, Sum, cuda.Stream{})
+		}, "overlaps the send buffer"},
+		{"reducescatter, recv is rank 0's block", func() error {
+			return c.ReduceScatter(p, p, 4, Float32, Sum, cuda.Stream{})
+		}, "overlaps the send buffer"},
+		{"reducescatter, NULL send", func() error { return c.ReduceScatter(0, p, 4, Float32, Sum, cuda.Stream{}) },
+			"NULL buffer"},
+		{"broadcast, root too large", func() error { return c.Broadcast(p, p, 4, Float32, 2, cuda.Stream{}) },
+			"root out of range"},
+		{"broadcast, negative root", func() error { return c.Broadcast(p, p, 4, Float32, -1, cuda.Stream{}) },
+			"root out of range"},
+		{"broadcast, NULL recv", func() error { return c.Broadcast(p, 0, 4, Float32, 0, cuda.Stream{}) },
+			"NULL buffer"},
+		{"broadcast, misaligned", func() error { return c.Broadcast(p, p+2, 4, Float32, 0, cuda.Stream{}) },
+			"not aligned"},
+		{"broadcast, bad type", func() error { return c.Broadcast(p, p, 4, DataType(-1), 0, cuda.Stream{}) },
+			"unsupported data type"},
+	}
+	for _, tt := range tests {
+		err := tt.call()
+		require.Error(t, err, tt.name)
+		assert.ErrorIs(t, err, errs.ErrInvalidArgument, tt.name)
+		assert.Contains(t, err.Error(), tt.want, tt.name)
+	}
+}
+
+// TestCallsAccepted: what the checks let through reaches the launch, which fails on a Comm
+// without state (closed here, so that nothing is launched): the root's send is checked, a
+// non-root's is ignored, a ReduceScatter in place is recv at this rank's block.
+func TestCallsAccepted(t *testing.T) {
+	c := &Comm{rank: 1, nRanks: 2, closed: true}
+	const p = cuda.DevicePtr(0x10000)
+	assert.ErrorIs(t, c.Broadcast(0, p, 4, Float32, 0, cuda.Stream{}), ErrClosed, "a non-root's send is not read")
+	assert.ErrorIs(t, c.Broadcast(p+1, p, 4, Float32, 0, cuda.Stream{}), ErrClosed, "a non-root's send is not read")
+	assert.ErrorIs(t, c.Broadcast(0, p, 4, Float32, 1, cuda.Stream{}), errs.ErrInvalidArgument, "the root's is")
+	assert.ErrorIs(t, c.Broadcast(p, p+4, 4, Float32, 1, cuda.Stream{}), errs.ErrInvalidArgument, "overlapping")
+	assert.ErrorIs(t, c.ReduceScatter(p, p+16, 4, Float32, Sum, cuda.Stream{}), ErrClosed, "in place")
+	assert.ErrorIs(t, c.ReduceScatter(p, p+32, 4, Float32, Sum, cuda.Stream{}), ErrClosed, "right after send")
+	assert.ErrorIs(t, c.ReduceScatter(p+1, p+10, 3, Uint32, Sum, cuda.Stream{}), errs.ErrInvalidArgument, "misaligned")
+	assert.ErrorIs(t, c.AllGather(p+1, p+7, 3, Int8, cuda.Stream{}), ErrClosed, "bytes at any address")
+}
+
+func TestChooseReduceScatter(t *testing.T) {
+	tests := []struct {
+		bytes   uint64 // per rank
+		nRanks  int
+		algo    string
+		blocks  int
+		threads int
+	}{
+		{4, 2, AlgoPacket, 1, packetThreads},
+		{512 << 10, 2, AlgoPacket, maxBlocks, packetThreads},
+		{64 << 10, 4, AlgoPacket, 64, packetThreads}, // 256 KiB of input: 32768 packets
+		{256 << 10, 4, AlgoPacket, maxBlocks, packetThreads},
+		{512<<10 + 4, 2, AlgoPut, 17, rsagThreads},
+		{256<<10 + 4, 4, AlgoPut, 9, rsagThreads},
+		{1 << 30, 8, AlgoPut, maxBlocks, rsagThreads},
+	}
+	for _, tt := range tests {
+		p := chooseReduceScatter(tt.bytes, BFloat16, tt.nRanks, maxBlocks)
+		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
+		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
+		assert.Equal(t, tt.threads, p.threads, "%+v", tt)
+		assert.Equal(t, "mscclpp_reducescatter_"+tt.algo+"_bf16", p.kernel)
+		assert.False(t, p.zeroCopy())
+		if p.algo == AlgoPacket {
+			assert.LessOrEqual(t, tt.bytes, uint64(packetMaxBytes), "a packet slot holds what a rank sends a peer")
+		}
+	}
+	assert.Equal(t, 40, chooseReduceScatter(1<<30, Float32, 4, 40).blocks)
+}
+
+func TestChooseBroadcast(t *testing.T) {
+	tests := []struct {
+		bytes   uint64
+		nRanks  int
+		algo    string
+		blocks  int
+		threads int
+	}{
+		{1, 2, AlgoPacket, 1, packetThreads},
+		{512 << 10, 2, AlgoPacket, maxBlocks, packetThreads},
+		{256 << 10, 4, AlgoPacket, 64, packetThreads},
+		{512<<10 + 1, 2, AlgoPut, 17, putThreads},
+		{256<<10 + 1, 4, AlgoPut, 9, putThreads},
+		{1 << 30, 8, AlgoPut, maxBlocks, putThreads},
+	}
+	for _, tt := range tests {
+		p := chooseBroadcast(tt.bytes, tt.nRanks, maxBlocks)
+		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
+		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
+		assert.Equal(t, tt.threads, p.threads, "%+v", tt)
+		assert.Equal(t, "mscclpp_broadcast_"+tt.algo, p.kernel)
+		assert.False(t, p.zeroCopy())
+	}
+	assert.Equal(t, 40, chooseBroadcast(1<<30, 4, 40).blocks)
 }

@@ -1,5 +1,5 @@
-// Package collectives implements AllReduce and AllGather on the memory channels of package
-// channels, with the kernels of package kernels.
+// Package collectives implements AllReduce, AllGather, ReduceScatter and Broadcast on the memory
+// channels of package channels, with the kernels of package kernels.
 //
 // A Comm is built once per rank over a core.Communicator (collective: every rank calls New):
 // it connects to every peer over CUDA IPC, allocates and exchanges a scratch buffer (about 512
@@ -11,17 +11,22 @@
 // Semantics follow NCCL: counts are in elements; AllReduce reduces count elements of sendbuf
 // across ranks into recvbuf (in place when they are equal); AllGather gathers sendCount
 // elements of every rank into recvbuf, rank r's at r*sendCount (in place when sendbuf is the
-// rank's own part of recvbuf). Buffers are device memory of the Comm's GPU, aligned to their
-// element size; any count works. Every rank must issue the same calls in the same order, and the
+// rank's own part of recvbuf); ReduceScatter reduces block r (recvCount elements at
+// r*recvCount) of every rank's sendbuf into recvbuf on rank r (in place when recvbuf is the rank's
+// own block of sendbuf); Broadcast copies count elements of the root's sendbuf into every rank's
+// recvbuf (in place when they are equal). Every type moves; AllReduce and ReduceScatter reduce
+// int32, uint32, float16, bfloat16, float32 and float64 only (DataType.Reducible). Buffers are
+// device memory of the Comm's GPU, aligned to their element size; any count works. Every rank must issue the same calls in the same order, and the
 // calls of one Comm must run one after the other on the GPU: queue them on one stream (or order
 // their streams with events). For collectives that overlap, use one Comm per stream.
 //
 // Algorithms (see docs/PERFORMANCE.md for the measured crossovers):
 //   - packet: one-shot with LL packets (data and flag in one 16-byte store) into the peers'
-//     scratch, for small messages: no signal round trip;
+//     scratch, for small messages: no signal round trip (ReduceScatter's is packet2's first half);
 //   - rsag (AllReduce): reduce-scatter then all-gather in pipelined rounds, one semaphore per
 //     thread block and peer;
-//   - put (AllGather): copies into the peers' scratch, a signal per round;
+//   - put (AllGather, Broadcast): copies into the peers' scratch (Broadcast: the root's only), a
+//     signal per round; ReduceScatter's put is rsag's reduce-scatter rounds;
 //   - direct and rsag_direct: zero-copy, for buffers registered with Register (below);
 //   - port (AllGather): zero-copy through port channels: the copy engines copy between the
 //     registered buffers (large in-place calls);
@@ -43,7 +48,8 @@
 // processes, which is correct but slow); New logs a warning. Under MPS the port channels' copies
 // needed more hardware queues per process (CUDA_DEVICE_MAX_CONNECTIONS; docs/GPU-HOSTS.md).
 //
-// Data goes through the scratch buffers unless the buffers are registered: Register (collective,
+// Data goes through the scratch buffers unless the buffers are registered (ReduceScatter and
+// Broadcast always go through the scratch): Register (collective,
 // in the same order on every rank) maps a buffer into every peer, and large calls whose buffers
 // lie in registered buffers on every rank (AllReduce: send and recv; AllGather: recv) then move
 // data straight between the ranks' buffers. A call whose ranks disagree about registration fails

@@ -12,8 +12,8 @@ type kernelArgs struct {
 	_          structs.HostLayout
 	Send       uintptr // the caller's send buffer
 	Recv       uintptr // the caller's receive buffer
-	Count      uint64  // AllReduce: elements; AllGather: bytes per rank
-	Op         uint64  // Op (AllReduce)
+	Count      uint64  // AllReduce: elements; ReduceScatter: elements per rank; AllGather: bytes per rank; Broadcast: bytes
+	Op         uint64  // Op (AllReduce, ReduceScatter); Broadcast: the root rank
 	Channels   uintptr // device array of MemoryChannelDeviceHandle, [block][peer]
 	Scratch    uintptr // this rank's scratch
 	State      uintptr // this communicator's coll::State

@@ -1,36 +1,57 @@
 package collectives
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/mscclpp-go/mscclpp/core/errs"
+)
 
 // DataType is an element type. The values are NCCL's (ncclDataType_t), so that an NCCL
 // program's constants mean the same here.
 type DataType int
 
-// The supported element types.
+// The supported element types. Every one moves (AllGather, Broadcast); those with a reduction
+// kernel (Reducible) also reduce (AllReduce, ReduceScatter).
 const (
-	Int32    DataType = 2
-	Uint32   DataType = 3
-	Float16  DataType = 6
-	Float32  DataType = 7
-	Float64  DataType = 8
-	BFloat16 DataType = 9
+	Int8       DataType = 0
+	Uint8      DataType = 1
+	Int32      DataType = 2
+	Uint32     DataType = 3
+	Int64      DataType = 4
+	Uint64     DataType = 5
+	Float16    DataType = 6
+	Float32    DataType = 7
+	Float64    DataType = 8
+	BFloat16   DataType = 9
+	Float8E4M3 DataType = 10 // fp8, 4 exponent and 3 mantissa bits (__nv_fp8_e4m3)
+	Float8E5M2 DataType = 11 // fp8, 5 exponent and 2 mantissa bits (__nv_fp8_e5m2)
 )
 
 var dataTypes = map[DataType]struct {
 	name   string
 	size   int
-	suffix string // of the reducing kernels' entry points (kernels/src/common.cuh)
+	suffix string // of the reducing kernels' entry points (kernels/src/common.cuh); "": none
 }{
-	Int32:    {"int32", 4, "i32"},
-	Uint32:   {"uint32", 4, "u32"},
-	Float16:  {"float16", 2, "f16"},
-	Float32:  {"float32", 4, "f32"},
-	Float64:  {"float64", 8, "f64"},
-	BFloat16: {"bfloat16", 2, "bf16"},
+	Int8:       {"int8", 1, ""},
+	Uint8:      {"uint8", 1, ""},
+	Int32:      {"int32", 4, "i32"},
+	Uint32:     {"uint32", 4, "u32"},
+	Int64:      {"int64", 8, ""},
+	Uint64:     {"uint64", 8, ""},
+	Float16:    {"float16", 2, "f16"},
+	Float32:    {"float32", 4, "f32"},
+	Float64:    {"float64", 8, "f64"},
+	BFloat16:   {"bfloat16", 2, "bf16"},
+	Float8E4M3: {"float8e4m3", 1, ""},
+	Float8E5M2: {"float8e5m2", 1, ""},
 }
 
 // Valid reports whether t is a supported type.
 func (t DataType) Valid() bool { _, ok := dataTypes[t]; return ok }
+
+// Reducible reports whether the reducing collectives (AllReduce, ReduceScatter) have a kernel
+// for t.
+func (t DataType) Reducible() bool { return dataTypes[t].suffix != "" }
 
 // Size is the size of one element in bytes (0 for an unsupported type).
 func (t DataType) Size() int { return dataTypes[t].size }
@@ -40,6 +61,19 @@ func (t DataType) String() string {
 		return d.name
 	}
 	return fmt.Sprintf("DataType(%d)", int(t))
+}
+
+// checkReduction refuses what the reducing collectives cannot reduce: a type with no reduction
+// kernel, or an unsupported operator. dt is valid.
+func checkReduction(dt DataType, op Op) error {
+	if !dt.Reducible() {
+		return fmt.Errorf("%s has no reduction kernel; int32, uint32, float16, bfloat16, float32 and float64 reduce: %w",
+			dt, errs.ErrInvalidArgument)
+	}
+	if !op.Valid() {
+		return fmt.Errorf("unsupported operator (sum, max and min are): %w", errs.ErrInvalidArgument)
+	}
+	return nil
 }
 
 // Op is a reduction operator, numbered as NCCL's ncclRedOp_t.

@@ -13,6 +13,7 @@
 // code for the small-message kernels measured faster. ImageFormat says which this build holds.
 //
 // Every kernel takes one parameter, the coll::Args struct of src/common.cuh (mirrored by the
-// collectives package). The kernels that reduce have one entry point per element type, named
-// <prefix>_<type suffix> (f32, f16, bf16, i32, u32, f64).
+// collectives package). The kernels that reduce (AllReduce, ReduceScatter) have one entry point
+// per element type, named <prefix>_<type suffix> (f32, f16, bf16, i32, u32, f64); those that only
+// move data (AllGather, Broadcast) take a byte count, one entry point for every type.
 package kernels

@@ -28,17 +28,7 @@ __device__ __forceinline__ void allreducePacket(const Args& a) {
   }
   // 2. Every rank's word i, reduced in rank order.
   for (uint64_t i = tid; i < words; i += nThreads) {
-    uint64_t acc = 0;
-    for (uint32_t r = 0; r < a.nRanks; ++r) {
-      uint64_t v;
-      if (r == a.rank) {
-        v = loadWord(send, i, bytes, sendAligned);
-      } else {
-        v = readPacket(a, packetSlotOffset(a, parity, kPacketReduce, r), i, flag);
-      }
-      acc = r == 0 ? v : applyWord<T, Op>(acc, v);
-    }
-    storeWord(recv, i, bytes, recvAligned, acc);
+    storeWord(recv, i, bytes, recvAligned, reducePacketWord<T, Op>(a, parity, flag, send, bytes, sendAligned, i));
   }
   finishCall(a.state);
 }

@@ -18,11 +18,6 @@
 
 namespace coll {
 
-// Ranks whose words the reduction loads at once. 4 rather than kUnrollRanks: the kernel is
-// smaller (f32 on sm_90: 100 registers against 127) and ran 2-rank AllReduces of 1-4 MiB
-// 0.4-0.9 us faster on H200s (docs/PERFORMANCE.md); past 4 ranks the rest are loaded one at a time.
-constexpr uint32_t kRsagBatch = 4;
-
 // Direct: the receive buffers are registered: step 3 writes the reduced piece straight into
 // every peer's receive buffer (found by the descriptor handshake first), so steps 4 and 5 drop
 // out and one signal exchange after the last round says that every peer's writes have landed.
@@ -35,28 +30,20 @@ __device__ __forceinline__ void allreduceRsag(const Args& a) {
   const uint64_t count = a.count;
   if (Direct) exchangeDescriptors(a, block, 0, count * sizeof(T), nullptr, peerRecv);
   const uint64_t shard = roundUp(ceilDiv(count, a.nRanks), kVec);  // the same nominal size for every rank
-  const uint64_t part = roundUp(ceilDiv(shard, gridDim.x), kVec);
-  const uint64_t chunk = a.chunkBytes / sizeof(T);
-  const uint64_t partBegin = block * part;
-  const uint64_t partEnd = partBegin + clampLen(partBegin, part, shard);
   const T* send = static_cast<const T*>(a.send);
   T* recv = static_cast<T*>(a.recv);
-  uint32_t round = a.state->rounds[block];
 
-  for (uint64_t off = partBegin; off < partEnd; off += chunk, ++round) {
-    const uint32_t bank = round & 1;
-    const uint64_t n = partEnd - off < chunk ? partEnd - off : chunk;
-    scatterPieces(a, bank, block, send, shard, off, n);
-    exchangeSignals(a, block);
+  reduceScatterRounds<T>(a, shard, count, [&](uint32_t bank, uint64_t off, uint64_t n) {
     const uint64_t mine = a.rank * shard + off;
+    const uint64_t len = clampLen(mine, n, count);
     if (Direct) {
-      reduceAndBroadcast<T, Op, kRsagBatch>(a, bank, block, mine, clampLen(mine, n, count),
+      reduceAndBroadcast<T, Op, kRsagBatch>(a, bank, block, send + mine, recv + mine, len,
                                             [&](uint32_t p) { return reinterpret_cast<T*>(peerRecv[p]) + mine; },
                                             nPeers);
-      continue;
+      return;
     }
     const uint64_t gatherSlot = dataSlotOffset(a, bank, kGatherSlots, a.rank, block);
-    reduceAndBroadcast<T, Op, kRsagBatch>(a, bank, block, mine, clampLen(mine, n, count), [&](uint32_t p) {
+    reduceAndBroadcast<T, Op, kRsagBatch>(a, bank, block, send + mine, recv + mine, len, [&](uint32_t p) {
       return reinterpret_cast<T*>(static_cast<char*>(channel(a, block, p).dst) + gatherSlot);
     }, nPeers);
     exchangeSignals(a, block);
@@ -64,12 +51,10 @@ __device__ __forceinline__ void allreduceRsag(const Args& a) {
       const uint64_t r = peerRank(a, rotatedPeer(a, i));
       const uint64_t begin = r * shard + off;
       copyBytes(recv + begin, a.scratch + dataSlotOffset(a, bank, kGatherSlots, r, block),
-                  clampLen(begin, n, count) * sizeof(T), threadIdx.x, blockDim.x);
+                clampLen(begin, n, count) * sizeof(T), threadIdx.x, blockDim.x);
     }
-  }
+  });
   if (Direct) exchangeSignals(a, block);
-  __syncthreads();
-  if (threadIdx.x == 0) a.state->rounds[block] = round;
   finishCall(a.state);
 }
 

@@ -59,10 +59,11 @@ __device__ __forceinline__ void reduceChunk(const Args& a, const Waves& v, uint6
   const uint64_t n = clampLen(off, v.chunk, v.shard);
   if (n == 0) return;  // the same on every rank: the shard's nominal size decides it
   const uint32_t bank = round++ & 1;
-  scatterPieces(a, bank, block, static_cast<const T*>(a.send), v.shard, off, n);
+  scatterPieces(a, bank, block, static_cast<const T*>(a.send), v.shard, a.count, off, n);
   exchangeSignals(a, block);
   const uint64_t mine = a.rank * v.shard + off;
-  reduceAndBroadcast<T, Op>(a, bank, block, mine, clampLen(mine, n, a.count),
+  reduceAndBroadcast<T, Op>(a, bank, block, static_cast<const T*>(a.send) + mine, static_cast<T*>(a.recv) + mine,
+                            clampLen(mine, n, a.count),
                             [&](uint32_t p) { return reinterpret_cast<T*>(peerRecv[p]) + mine; }, nPeerOut);
 }
 

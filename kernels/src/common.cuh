@@ -67,8 +67,8 @@ struct Registration {
 struct Args {
   const void* send;   // the caller's send buffer
   void* recv;         // the caller's receive buffer
-  uint64_t count;     // AllReduce: elements; AllGather: bytes per rank
-  uint64_t op;        // ReduceOp (AllReduce only)
+  uint64_t count;     // AllReduce: elements; ReduceScatter: elements per rank; AllGather: bytes per rank; Broadcast: bytes
+  uint64_t op;        // ReduceOp (AllReduce, ReduceScatter); Broadcast: the root rank
   const mscclppMemoryChannelDeviceHandle* channels;  // [block][peer]: kMaxBlocks * (nRanks - 1)
   char* scratch;      // this rank's scratch (the peers' are channels[.].dst)
   State* state;       // this communicator's State
@@ -281,6 +281,73 @@ __device__ __forceinline__ void writePacketToPeers(const Args& a, uint64_t slotO
 // Waits for packet i of the slot at slotOffset in this rank's scratch and returns its word.
 __device__ __forceinline__ uint64_t readPacket(const Args& a, uint64_t slotOffset, uint64_t i, uint32_t flag) {
   return reinterpret_cast<const mscclppLL16Packet*>(a.scratch + slotOffset)[i].read(flag, a.maxSpins);
+}
+
+// Writes the `bytes` bytes at src, as packets flagged with flag, into the slot at slotOffset of
+// every peer's scratch, and stores them at out too unless out is src; thread tid of nThreads.
+__device__ __forceinline__ void sendPackets(const Args& a, uint64_t slotOffset, const char* src, char* out,
+                                            uint64_t bytes, uint32_t flag, uint64_t tid, uint64_t nThreads) {
+  const uint64_t words = ceilDiv(bytes, mscclppLL16Packet::kPayloadBytes);
+  const bool srcAligned = aligned(src, 8), outAligned = aligned(out, 8), copy = out != src;
+  for (uint64_t i = tid; i < words; i += nThreads) {
+    const uint64_t v = loadWord(src, i, bytes, srcAligned);
+    writePacketToPeers(a, slotOffset, i, v, flag);
+    if (copy) storeWord(out, i, bytes, outAligned, v);
+  }
+}
+// Waits for the `bytes` bytes of packets in the slot at slotOffset of this rank's scratch and
+// stores them at out; thread tid of nThreads.
+__device__ __forceinline__ void receivePackets(const Args& a, uint64_t slotOffset, char* out, uint64_t bytes,
+                                               uint32_t flag, uint64_t tid, uint64_t nThreads) {
+  const uint64_t words = ceilDiv(bytes, mscclppLL16Packet::kPayloadBytes);
+  const bool outAligned = aligned(out, 8);
+  for (uint64_t i = tid; i < words; i += nThreads) storeWord(out, i, bytes, outAligned, readPacket(a, slotOffset, i, flag));
+}
+
+// Word i of this rank's `bytes` bytes at mine (mineAligned: 8-byte aligned) reduced, in rank
+// order, with word i of every peer's packets in its reduce slot of `parity`.
+template <typename T, uint32_t Op>
+__device__ __forceinline__ uint64_t reducePacketWord(const Args& a, uint32_t parity, uint32_t flag, const char* mine,
+                                                     uint64_t bytes, bool mineAligned, uint64_t i) {
+  uint64_t acc = 0;
+  for (uint32_t r = 0; r < a.nRanks; ++r) {
+    uint64_t v;
+    if (r == a.rank) {
+      v = loadWord(mine, i, bytes, mineAligned);
+    } else {
+      v = readPacket(a, packetSlotOffset(a, parity, kPacketReduce, r), i, flag);
+    }
+    acc = r == 0 ? v : applyWord<T, Op>(acc, v);
+  }
+  return acc;
+}
+
+// The reduce-scatter of the two-shot packet kernels (AllReduce packet2, ReduceScatter packet):
+// the `total` bytes at send are cut into shards of shardBytes (the last may be shorter), a
+// multiple of the element size. This rank's bytes of every peer's shard go, as packets, into its
+// reduce slot on that peer; then every word of this rank's shard, reduced in rank order, goes to
+// out(i, word).
+template <typename T, uint32_t Op, typename Out>
+__device__ __forceinline__ void packetReduceScatter(const Args& a, uint32_t parity, uint32_t flag, const char* send,
+                                                    uint64_t shardBytes, uint64_t total, Out out) {
+  const uint64_t tid = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const uint64_t nThreads = uint64_t(gridDim.x) * blockDim.x;
+  const uint64_t mySlot = packetSlotOffset(a, parity, kPacketReduce, a.rank);
+  for (uint32_t p = 0; p < a.nRanks - 1; ++p) {
+    const uint64_t begin = peerRank(a, p) * shardBytes;
+    const uint64_t n = clampLen(begin, shardBytes, total);
+    const char* src = send + begin;
+    const bool srcAligned = aligned(src, 8);
+    mscclppLL16Packet* dst = reinterpret_cast<mscclppLL16Packet*>(static_cast<char*>(a.channels[p].dst) + mySlot);
+    const uint64_t words = ceilDiv(n, mscclppLL16Packet::kPayloadBytes);
+    for (uint64_t i = tid; i < words; i += nThreads) dst[i].write(loadWord(src, i, n, srcAligned), flag);
+  }
+  const uint64_t begin = a.rank * shardBytes;
+  const uint64_t n = clampLen(begin, shardBytes, total);
+  const char* mine = send + begin;
+  const bool mineAligned = aligned(mine, 8);
+  const uint64_t words = ceilDiv(n, mscclppLL16Packet::kPayloadBytes);
+  for (uint64_t i = tid; i < words; i += nThreads) out(i, reducePacketWord<T, Op>(a, parity, flag, mine, n, mineAligned, i));
 }
 
 // ---- Registered buffers (zero-copy) -------------------------------------------------------------
