@@ -17,10 +17,14 @@
 #define mscclppGetErrorString capiConstDecl_mscclppGetErrorString
 #define mscclppAllReduce capiConstDecl_mscclppAllReduce
 #define mscclppAllGather capiConstDecl_mscclppAllGather
+#define mscclppReduceScatter capiConstDecl_mscclppReduceScatter
+#define mscclppBroadcast capiConstDecl_mscclppBroadcast
 #include <mscclpp/core.h>
 #include <mscclpp/collectives.h>
 #undef mscclppAllReduce
 #undef mscclppAllGather
+#undef mscclppReduceScatter
+#undef mscclppBroadcast
 #undef mscclppBootstrapCreate
 #undef mscclppBootstrapSend
 #undef mscclppContextConnect

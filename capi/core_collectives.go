@@ -166,3 +166,21 @@ func mscclppAllGather(send, recv unsafe.Pointer, count C.size_t, dt C.mscclppDat
 			collectives.DataType(dt), cuda.StreamFromHandle(unsafe.Pointer(stream)))
 	})
 }
+
+//export mscclppReduceScatter
+func mscclppReduceScatter(send, recv unsafe.Pointer, recvCount C.size_t, dt C.mscclppDataType_t, op C.mscclppRedOp_t,
+	comm C.mscclppCollComm_t, stream C.mscclppStream_t) C.mscclppResult_t {
+	return collCall("mscclppReduceScatter", comm, recvCount, func(c *collectives.Comm, n int) error {
+		return c.ReduceScatter(cuda.DevicePtr(uintptr(send)), cuda.DevicePtr(uintptr(recv)), n,
+			collectives.DataType(dt), collectives.Op(op), cuda.StreamFromHandle(unsafe.Pointer(stream)))
+	})
+}
+
+//export mscclppBroadcast
+func mscclppBroadcast(send, recv unsafe.Pointer, count C.size_t, dt C.mscclppDataType_t, root C.int,
+	comm C.mscclppCollComm_t, stream C.mscclppStream_t) C.mscclppResult_t {
+	return collCall("mscclppBroadcast", comm, count, func(c *collectives.Comm, n int) error {
+		return c.Broadcast(cuda.DevicePtr(uintptr(send)), cuda.DevicePtr(uintptr(recv)), n,
+			collectives.DataType(dt), int(root), cuda.StreamFromHandle(unsafe.Pointer(stream)))
+	})
+}

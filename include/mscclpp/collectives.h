@@ -1,6 +1,7 @@
 /*
- * mscclpp/collectives.h: AllReduce and AllGather in C, with NCCL's meaning of counts, types and
- * operators. C-compatible; exported by libmscclpp.so next to mscclpp.h and mscclpp/core.h.
+ * mscclpp/collectives.h: AllReduce, AllGather, ReduceScatter and Broadcast in C, with NCCL's
+ * meaning of counts, types and operators. C-compatible; exported by libmscclpp.so next to
+ * mscclpp.h and mscclpp/core.h.
  *
  * A collective communicator is built once per rank over a communicator of core.h (every rank
  * calls mscclppCollCommCreate, each with its own GPU). After that, a collective only queues one
@@ -21,12 +22,12 @@
  * (CUDA_DEVICE_MAX_CONNECTIONS; docs/GPU-HOSTS.md).
  *
  * Data moves through the communicator's scratch buffers over CUDA IPC (NVLink or PCIe between
- * GPUs of one host), or, for large messages in buffers registered with mscclppCollRegister,
- * straight between the ranks' buffers (zero-copy; large in-place AllGathers, and on 2 ranks
- * AllReduces from 256 MiB with both buffers registered, through the GPU's copy engines, driven by a
- * proxy thread of the communicator). The algorithm is chosen by message size, rank
- * count and registration (MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO force one, see
- * docs/CONFIG.md).
+ * GPUs of one host), or, for large AllReduces and AllGathers in buffers registered with
+ * mscclppCollRegister, straight between the ranks' buffers (zero-copy; large in-place AllGathers,
+ * and on 2 ranks AllReduces from 256 MiB with both buffers registered, through the GPU's copy
+ * engines, driven by a proxy thread of the communicator). ReduceScatter and Broadcast always go
+ * through the scratch. The algorithm is chosen by message size, rank count and registration
+ * (MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO force one for those two, see docs/CONFIG.md).
  */
 #ifndef MSCCLPP_COLLECTIVES_H_
 #define MSCCLPP_COLLECTIVES_H_
@@ -39,14 +40,22 @@
 extern "C" {
 #endif
 
-/* Element types; the values are NCCL's ncclDataType_t. */
+/* Element types; the values are NCCL's ncclDataType_t. Every type moves (AllGather, Broadcast);
+ * AllReduce and ReduceScatter reduce int32, uint32, float16, bfloat16, float32 and float64 and
+ * refuse the others with mscclppInvalidArgument. */
 typedef enum {
-  mscclppInt32 = 2,    /* int32_t */
-  mscclppUint32 = 3,   /* uint32_t */
-  mscclppFloat16 = 6,  /* IEEE half (__half) */
-  mscclppFloat32 = 7,  /* float */
-  mscclppFloat64 = 8,  /* double */
-  mscclppBfloat16 = 9  /* bfloat16 (__nv_bfloat16) */
+  mscclppInt8 = 0,         /* int8_t */
+  mscclppUint8 = 1,        /* uint8_t */
+  mscclppInt32 = 2,        /* int32_t */
+  mscclppUint32 = 3,       /* uint32_t */
+  mscclppInt64 = 4,        /* int64_t */
+  mscclppUint64 = 5,       /* uint64_t */
+  mscclppFloat16 = 6,      /* IEEE half (__half) */
+  mscclppFloat32 = 7,      /* float */
+  mscclppFloat64 = 8,      /* double */
+  mscclppBfloat16 = 9,     /* bfloat16 (__nv_bfloat16) */
+  mscclppFloat8e4m3 = 10,  /* fp8 with 4 exponent bits (__nv_fp8_e4m3) */
+  mscclppFloat8e5m2 = 11   /* fp8 with 5 exponent bits (__nv_fp8_e5m2) */
 } mscclppDataType_t;
 
 /* Reduction operators; the values are NCCL's ncclRedOp_t. */
@@ -105,6 +114,15 @@ mscclppResult_t mscclppAllReduce(const void* sendbuff, void* recvbuff, size_t co
  * `stream`. */
 mscclppResult_t mscclppAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, mscclppDataType_t datatype,
                                  mscclppCollComm_t collComm, mscclppStream_t stream);
+/* Reduces the `recvcount` elements at sendbuff + r * recvcount across all ranks with `op` into
+ * recvbuff on rank r: sendbuff holds nranks * recvcount elements (in place when recvbuff is this
+ * rank's block of sendbuff). Queued on `stream`. */
+mscclppResult_t mscclppReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, mscclppDataType_t datatype,
+                                     mscclppRedOp_t op, mscclppCollComm_t collComm, mscclppStream_t stream);
+/* Copies `count` elements at sendbuff on rank `root` to recvbuff on every rank (sendbuff ==
+ * recvbuff: in place; the other ranks' sendbuff is not read). Queued on `stream`. */
+mscclppResult_t mscclppBroadcast(const void* sendbuff, void* recvbuff, size_t count, mscclppDataType_t datatype,
+                                 int root, mscclppCollComm_t collComm, mscclppStream_t stream);
 
 #ifdef __cplusplus
 }  // extern "C"
