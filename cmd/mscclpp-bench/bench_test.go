@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
@@ -93,6 +94,14 @@ func TestOptionsParsed(t *testing.T) {
 	assert.True(t, o.compare())
 	assert.Equal(t, 3, o.graph)
 	assert.True(t, o.register)
+}
+
+func TestOptionsCollectives(t *testing.T) {
+	for _, op := range []string{opAllReduce, opAllGather, opReduceScatter, opBroadcast} {
+		o, err := parseOptions([]string{"-op", op}, io.Discard)
+		require.NoError(t, err, op)
+		assert.Equal(t, op, o.collective)
+	}
 }
 
 func TestOptionsImplAndGraph(t *testing.T) {
@@ -186,6 +195,8 @@ func TestBusBandwidth(t *testing.T) {
 		{"allgather", 2, 1e9, 1e6, 1, 0.5},
 		{"allgather", 8, 8e9, 1e6, 8, 7},
 		{"allgather", 2, 1e9, 0, 0, 0},
+		{"reducescatter", 4, 4e9, 1e6, 4, 3},
+		{"broadcast", 8, 1e9, 1e6, 1, 1},
 	} {
 		a, b := bandwidths(c.coll, c.n, c.size, c.us)
 		assert.InDelta(t, c.algbw, a, 1e-12, "%s n=%d size=%d t=%gus algbw", c.coll, c.n, c.size, c.us)
@@ -595,4 +606,50 @@ func TestVersionString(t *testing.T) {
 	for code, want := range map[int]string{22803: "2.28.3", 21903: "2.19.3", 2708: "2.7.8"} {
 		assert.Equal(t, want, versionString(code), code)
 	}
+}
+
+// TestCallBuffers: each collective's arguments, input and checked result, out of place and in
+// place as nccl-tests lays them out, on rank 1 of 4 with 16 float elements (64 bytes).
+func TestCallBuffers(t *testing.T) {
+	const send, recv = cuda.DevicePtr(0x100000), cuda.DevicePtr(0x200000)
+	f := dataTypes[0]
+	require.Equal(t, 4, f.size)
+	tests := []struct {
+		collective string
+		inPlace    bool
+		want       callBuffers
+	}{
+		{opAllReduce, false, callBuffers{send, recv, 16, 64, recv, 16}},
+		{opAllReduce, true, callBuffers{recv, recv, 16, 64, recv, 16}},
+		{opBroadcast, false, callBuffers{send, recv, 16, 64, recv, 16}},
+		{opBroadcast, true, callBuffers{recv, recv, 16, 64, recv, 16}},
+		{opAllGather, false, callBuffers{send, recv, 4, 16, recv, 16}},
+		{opAllGather, true, callBuffers{recv + 16, recv, 4, 16, recv, 16}},
+		{opReduceScatter, false, callBuffers{send, recv, 4, 64, recv, 4}},
+		{opReduceScatter, true, callBuffers{recv, recv + 16, 4, 64, recv + 16, 4}},
+	}
+	for _, tt := range tests {
+		b := &bench{o: &options{collective: tt.collective, dtype: f}, rank: 1, nranks: 4, send: send, recv: recv}
+		assert.Equal(t, tt.want, b.buffers(64, tt.inPlace), "%s in place %v", tt.collective, tt.inPlace)
+	}
+}
+
+// TestExpectedPerCollective: rank 1 of 3 expects, at element i, the reduction of element
+// 4 + i of the inputs (ReduceScatter of 12 elements), rank 0's input (Broadcast), and
+// rank i/4's element i%4 (AllGather).
+func TestExpectedPerCollective(t *testing.T) {
+	f, sum := dataTypes[0], redOps[0]
+	b := func(collective string) *bench {
+		return &bench{o: &options{collective: collective, dtype: f, op: sum}, rank: 1, nranks: 3}
+	}
+	for i := range 4 {
+		assert.Equal(t, expectedAllReduce(sum, 3, 4+i), b(opReduceScatter).expected(48)(i))
+		assert.Equal(t, inputValue(0, i), b(opBroadcast).expected(48)(i))
+		assert.Equal(t, expectedAllReduce(sum, 3, i), b(opAllReduce).expected(48)(i))
+	}
+	assert.Equal(t, inputValue(2, 1), b(opAllGather).expected(48)(9))
+	assert.True(t, reduces(opReduceScatter))
+	assert.False(t, reduces(opBroadcast))
+	assert.True(t, perRank(opReduceScatter))
+	assert.False(t, perRank(opBroadcast))
 }

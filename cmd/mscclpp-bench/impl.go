@@ -11,6 +11,8 @@ type impl interface {
 	name() string // implMscclpp or implNCCL, as rows and JSON name it
 	allReduce(send, recv cuda.DevicePtr, count int, d dataType, op redOp, s cuda.Stream) error
 	allGather(send, recv cuda.DevicePtr, sendCount int, d dataType, s cuda.Stream) error
+	reduceScatter(send, recv cuda.DevicePtr, recvCount int, d dataType, op redOp, s cuda.Stream) error
+	broadcast(send, recv cuda.DevicePtr, count int, d dataType, root int, s cuda.Stream) error
 }
 
 // mscclppImpl is the library's collectives, through the Go API.
@@ -26,6 +28,14 @@ func (m mscclppImpl) allGather(send, recv cuda.DevicePtr, sendCount int, d dataT
 	return m.c.AllGather(send, recv, sendCount, d.coll, s)
 }
 
+func (m mscclppImpl) reduceScatter(send, recv cuda.DevicePtr, recvCount int, d dataType, op redOp, s cuda.Stream) error {
+	return m.c.ReduceScatter(send, recv, recvCount, d.coll, op.coll, s)
+}
+
+func (m mscclppImpl) broadcast(send, recv cuda.DevicePtr, count int, d dataType, root int, s cuda.Stream) error {
+	return m.c.Broadcast(send, recv, count, d.coll, root, s)
+}
+
 // ncclImpl is NCCL, dlopened in the same process (nccl.go).
 type ncclImpl struct{ c ncclComm }
 
@@ -37,4 +47,12 @@ func (n ncclImpl) allReduce(send, recv cuda.DevicePtr, count int, d dataType, op
 
 func (n ncclImpl) allGather(send, recv cuda.DevicePtr, sendCount int, d dataType, s cuda.Stream) error {
 	return n.c.allGather(send, recv, sendCount, d.nccl, s)
+}
+
+func (n ncclImpl) reduceScatter(send, recv cuda.DevicePtr, recvCount int, d dataType, op redOp, s cuda.Stream) error {
+	return n.c.reduceScatter(send, recv, recvCount, d.nccl, op.nccl, s)
+}
+
+func (n ncclImpl) broadcast(send, recv cuda.DevicePtr, count int, d dataType, root int, s cuda.Stream) error {
+	return n.c.broadcast(send, recv, count, d.nccl, root, s)
 }

@@ -1,5 +1,6 @@
 // Command mscclpp-bench is the collective benchmark of MSCCL++ in Go, in the style of
-// nccl-tests. It measures the library's AllReduce and AllGather (package collectives) and, with
+// nccl-tests. It measures the library's AllReduce, AllGather, ReduceScatter and Broadcast (package
+// collectives) and, with
 // --compare-nccl, NCCL (loaded at run time) in the same process on the same buffers and stream,
 // side by side. See README.md.
 package main
@@ -98,7 +99,7 @@ func (b *bench) teardown() error {
 func run(o *options, world *mpi.Communicator) error {
 	b := &bench{o: o, world: world, rank: world.Rank(), nranks: world.Size()}
 	align := int64(o.dtype.size)
-	if o.collective == "allgather" {
+	if perRank(o.collective) {
 		align *= int64(b.nranks)
 	}
 	sizes := sweep(o.minBytes, o.maxBytes, o.factor, align)
@@ -176,9 +177,9 @@ func placement(inPlace bool) string {
 	return "out-of-place"
 }
 
-// opName is the reduction as rows name it: "none" for AllGather.
+// opName is the reduction as rows name it: "none" for AllGather and Broadcast.
 func opName(o *options) string {
-	if o.collective == "allgather" {
+	if !reduces(o.collective) {
 		return "none"
 	}
 	return o.op.name
@@ -369,24 +370,6 @@ func (b *bench) deviceLines(dev cuda.Device) ([]string, error) {
 	return lines, nil
 }
 
-// call enqueues one collective of im of size bytes (total received, for AllGather).
-func (b *bench) call(im impl, size int64, inPlace bool) error {
-	d := b.o.dtype
-	if b.o.collective == "allgather" {
-		perRank := int(size) / b.nranks / d.size
-		send := b.send
-		if inPlace {
-			send = b.recv + cuda.DevicePtr(b.rank*perRank*d.size)
-		}
-		return im.allGather(send, b.recv, perRank, d, b.stream)
-	}
-	send := b.send
-	if inPlace {
-		send = b.recv
-	}
-	return im.allReduce(send, b.recv, int(size)/d.size, d, b.o.op, b.stream)
-}
-
 // measure checks (with -c 1) and times one implementation, size and placement.
 func (b *bench) measure(im impl, size int64, inPlace bool) (row, error) {
 	o, d := b.o, b.o.dtype
@@ -530,17 +513,7 @@ func (b *bench) capture(n int, call func() error) (cuda.GraphExec, error) {
 // elements that differ from the host's expectation, summed over ranks. In graph mode the checked
 // call is the launch of a graph that captured it.
 func (b *bench) check(im impl, size int64, inPlace bool) (int64, error) {
-	d := b.o.dtype
-	count := int(size) / d.size
-	sendBytes, sendAt := int(size), b.send
-	if b.o.collective == "allgather" {
-		sendBytes = int(size) / b.nranks
-		if inPlace {
-			sendAt = b.recv + cuda.DevicePtr(b.rank*sendBytes)
-		}
-	} else if inPlace {
-		sendAt = b.recv
-	}
+	d, x := b.o.dtype, b.buffers(size, inPlace)
 	var exec cuda.GraphExec
 	graph := b.o.graph > 0
 	if graph {
@@ -553,7 +526,7 @@ func (b *bench) check(im impl, size int64, inPlace bool) (int64, error) {
 	if err := cuda.MemsetD8Async(b.recv, 0xff, int(size), b.stream); err != nil {
 		return 0, fmt.Errorf("poison the receive buffer: %w", err)
 	}
-	if err := cuda.MemcpyAsync(sendAt, b.inputDev, sendBytes, b.stream); err != nil {
+	if err := cuda.MemcpyAsync(x.send, b.inputDev, x.inBytes, b.stream); err != nil {
 		return 0, fmt.Errorf("copy the input: %w", err)
 	}
 	if graph {
@@ -563,7 +536,7 @@ func (b *bench) check(im impl, size int64, inPlace bool) (int64, error) {
 	} else if err := b.call(im, size, inPlace); err != nil {
 		return 0, err
 	}
-	if err := cuda.MemcpyAsync(b.outputDev, b.recv, int(size), b.stream); err != nil {
+	if err := cuda.MemcpyAsync(b.outputDev, x.out, x.outCount*d.size, b.stream); err != nil {
 		return 0, fmt.Errorf("copy the result back: %w", err)
 	}
 	if err := b.stream.Synchronize(); err != nil {
@@ -574,15 +547,7 @@ func (b *bench) check(im impl, size int64, inPlace bool) (int64, error) {
 			return 0, fmt.Errorf("destroy the graph: %w", err)
 		}
 	}
-	var want func(i int) float64
-	if b.o.collective == "allgather" {
-		perRank := count / b.nranks
-		want = func(i int) float64 { return expectedAllGather(perRank, i) }
-	} else {
-		op, n := b.o.op, b.nranks
-		want = func(i int) float64 { return expectedAllReduce(op, n, i) }
-	}
-	wrong := float64(countWrong(d, b.output, count, want))
+	wrong := float64(countWrong(d, b.output, x.outCount, b.expected(size)))
 	total := []float64{0}
 	if err := b.world.AllreduceFloat64s(total, []float64{wrong}, mpi.OpSum, 0); err != nil {
 		return 0, fmt.Errorf("MPI allreduce of the wrong counts: %w", err)

@@ -85,3 +85,13 @@ func (c ncclComm) allGather(send, recv cuda.DevicePtr, sendCount int, dt ncclDat
 	return ncclCheck("ncclAllGather", C.bench_ncclAllGather(C.uintptr_t(send), C.uintptr_t(recv),
 		C.size_t(sendCount), C.ncclDataType_t(dt), c.h, C.cudaStream_t(s.Handle())))
 }
+
+func (c ncclComm) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt ncclDataType, op ncclRedOp, s cuda.Stream) error {
+	return ncclCheck("ncclReduceScatter", C.bench_ncclReduceScatter(C.uintptr_t(send), C.uintptr_t(recv),
+		C.size_t(recvCount), C.ncclDataType_t(dt), C.ncclRedOp_t(op), c.h, C.cudaStream_t(s.Handle())))
+}
+
+func (c ncclComm) broadcast(send, recv cuda.DevicePtr, count int, dt ncclDataType, root int, s cuda.Stream) error {
+	return ncclCheck("ncclBroadcast", C.bench_ncclBroadcast(C.uintptr_t(send), C.uintptr_t(recv),
+		C.size_t(count), C.ncclDataType_t(dt), C.int(root), c.h, C.cudaStream_t(s.Handle())))
+}

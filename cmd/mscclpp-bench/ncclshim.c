@@ -15,6 +15,10 @@ static ncclResult_t (*pfn_ncclAllReduce)(const void *, void *, size_t, ncclDataT
 					 ncclComm_t, cudaStream_t);
 static ncclResult_t (*pfn_ncclAllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
 					 cudaStream_t);
+static ncclResult_t (*pfn_ncclReduceScatter)(const void *, void *, size_t, ncclDataType_t,
+					     ncclRedOp_t, ncclComm_t, cudaStream_t);
+static ncclResult_t (*pfn_ncclBroadcast)(const void *, void *, size_t, ncclDataType_t, int,
+					 ncclComm_t, cudaStream_t);
 static const char *(*pfn_ncclGetErrorString)(ncclResult_t);
 
 static void copy_dlerror(char *err, size_t err_len, const char *prefix)
@@ -27,7 +31,8 @@ int bench_nccl_open(const char *path, char *err, size_t err_len)
 {
 	static const char *const names[] = {
 		"ncclGetVersion", "ncclGetUniqueId", "ncclCommInitRank", "ncclCommDestroy",
-		"ncclAllReduce",  "ncclAllGather",   "ncclGetErrorString",
+		"ncclAllReduce",  "ncclAllGather",   "ncclGetErrorString", "ncclReduceScatter",
+		"ncclBroadcast",
 	};
 	enum { n = sizeof names / sizeof names[0] };
 	void *syms[n];
@@ -55,6 +60,8 @@ int bench_nccl_open(const char *path, char *err, size_t err_len)
 	pfn_ncclAllReduce = syms[4];
 	pfn_ncclAllGather = syms[5];
 	pfn_ncclGetErrorString = syms[6];
+	pfn_ncclReduceScatter = syms[7];
+	pfn_ncclBroadcast = syms[8];
 	return 0;
 }
 
@@ -92,6 +99,22 @@ ncclResult_t bench_ncclAllGather(uintptr_t send, uintptr_t recv, size_t sendcoun
 	if (!pfn_ncclAllGather)
 		return nccl_internal_error;
 	return pfn_ncclAllGather((const void *)send, (void *)recv, sendcount, dt, comm, stream);
+}
+
+ncclResult_t bench_ncclReduceScatter(uintptr_t send, uintptr_t recv, size_t recvcount, ncclDataType_t dt,
+				     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+{
+	if (!pfn_ncclReduceScatter)
+		return nccl_internal_error;
+	return pfn_ncclReduceScatter((const void *)send, (void *)recv, recvcount, dt, op, comm, stream);
+}
+
+ncclResult_t bench_ncclBroadcast(uintptr_t send, uintptr_t recv, size_t count, ncclDataType_t dt,
+				 int root, ncclComm_t comm, cudaStream_t stream)
+{
+	if (!pfn_ncclBroadcast)
+		return nccl_internal_error;
+	return pfn_ncclBroadcast((const void *)send, (void *)recv, count, dt, root, comm, stream);
 }
 
 const char *bench_ncclGetErrorString(ncclResult_t r)

@@ -34,6 +34,10 @@ ncclResult_t bench_ncclAllReduce(uintptr_t send, uintptr_t recv, size_t count, n
 				 ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t bench_ncclAllGather(uintptr_t send, uintptr_t recv, size_t sendcount,
 				 ncclDataType_t dt, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t bench_ncclReduceScatter(uintptr_t send, uintptr_t recv, size_t recvcount, ncclDataType_t dt,
+				     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t bench_ncclBroadcast(uintptr_t send, uintptr_t recv, size_t count, ncclDataType_t dt,
+				 int root, ncclComm_t comm, cudaStream_t stream);
 const char *bench_ncclGetErrorString(ncclResult_t r);
 
 #endif

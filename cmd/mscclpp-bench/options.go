@@ -23,7 +23,7 @@ type options struct {
 	check              bool
 	dtype              dataType
 	op                 redOp
-	collective         string // "allreduce" or "allgather"
+	collective         string // opAllReduce, opAllGather, opReduceScatter or opBroadcast
 	jsonFile           string
 	plotFile           string
 	// impls are the implementations measured, in the order each size runs them: mscclpp alone
@@ -98,7 +98,7 @@ func (f sizeFlag) Set(s string) error {
 }
 
 // sweep lists the message sizes from minBytes to maxBytes, multiplying by factor, each rounded
-// down to a multiple of align (the element size, times the rank count for AllGather, as
+// down to a multiple of align (the element size, times the rank count for AllGather and ReduceScatter, as
 // nccl-tests does). Sizes that round to 0 and repeats are dropped.
 func sweep(minBytes, maxBytes int64, factor int, align int64) []int64 {
 	if factor < 2 || align <= 0 {
@@ -119,7 +119,8 @@ func sweep(minBytes, maxBytes int64, factor int, align int64) []int64 {
 
 const usageText = `mscclpp-bench: collective benchmark of MSCCL++ in Go, in the style of nccl-tests.
 
-It measures the library's own AllReduce and AllGather (package collectives) by default;
+It measures the library's own AllReduce, AllGather, ReduceScatter or Broadcast (package
+collectives) by default;
 --compare-nccl also runs every size through NCCL (libnccl.so.2, loaded at run time) in the same
 process, on the same buffers and stream, and prints both times and their ratio (mscclpp / nccl);
 -impl nccl (or --nccl-only) measures NCCL alone. NCCL is loaded only when one of these asks for it.
@@ -140,7 +141,8 @@ a stream synchronize, divided by -n, and the maximum over ranks; -w warm-up call
 With -G N the -n calls are captured once into a CUDA graph and the time is wall-clock around N
 launches of that graph and a stream synchronize, divided by n*N.
 algbw = size/time; busbw = algbw*2(n-1)/n for AllReduce, algbw*(n-1)/n for AllGather (whose
-size is the total bytes each rank receives).
+size is the total bytes each rank receives) and ReduceScatter (whose size is the total bytes each
+rank sends), algbw for Broadcast (from rank 0).
 
 Options:
 `
@@ -162,8 +164,8 @@ func parseOptions(args []string, out io.Writer) (*options, error) {
 	fs.IntVar(&o.iters, "n", 20, "timed iterations per size (with -G: calls captured in the graph)")
 	check := fs.Int("c", 1, "check results (0 or 1)")
 	dt := fs.String("d", "float", "datatype: float, half, bfloat16, int32, uint32, double")
-	op := fs.String("o", "sum", "reduction op: sum, min, max (AllReduce)")
-	fs.StringVar(&o.collective, "op", "allreduce", "collective: allreduce or allgather")
+	op := fs.String("o", "sum", "reduction op: sum, min, max (AllReduce, ReduceScatter)")
+	fs.StringVar(&o.collective, "op", opAllReduce, "collective: allreduce, allgather, reducescatter or broadcast")
 	fs.StringVar(&o.jsonFile, "json", "", "write every row as JSON to `FILE`")
 	fs.StringVar(&o.plotFile, "plot", "", "write bus bandwidth and latency plots to `FILE.png`")
 	impl := fs.String("impl", implMscclpp, "implementation measured: mscclpp or nccl")
@@ -185,9 +187,9 @@ func parseOptions(args []string, out io.Writer) (*options, error) {
 		return nil, err
 	}
 	switch o.collective {
-	case "allreduce", "allgather":
+	case opAllReduce, opAllGather, opReduceScatter, opBroadcast:
 	default:
-		return nil, fmt.Errorf("-op %q: want allreduce or allgather", o.collective)
+		return nil, fmt.Errorf("-op %q: want allreduce, allgather, reducescatter or broadcast", o.collective)
 	}
 	switch {
 	case o.factor < 2:

@@ -17,9 +17,9 @@ type row struct {
 	Impl       string  `json:"impl"` // "mscclpp" (the library's collectives) or "nccl"
 	Collective string  `json:"collective"`
 	Datatype   string  `json:"datatype"`
-	Op         string  `json:"op"` // "none" for AllGather
+	Op         string  `json:"op"` // "none" for AllGather and Broadcast
 	Ranks      int     `json:"ranks"`
-	Size       int64   `json:"size"`  // bytes; for AllGather the total each rank receives
+	Size       int64   `json:"size"`  // bytes; AllGather: the total each rank receives; ReduceScatter: sends
 	Count      int64   `json:"count"` // elements, size / element size
 	TimeUs     float64 `json:"time_us"`
 	AlgBW      float64 `json:"algbw"` // GB/s (1e9 bytes per second)
@@ -36,10 +36,12 @@ func busFactor(collective string, n int) float64 {
 		return 0
 	}
 	switch collective {
-	case "allreduce":
+	case opAllReduce:
 		return 2 * float64(n-1) / float64(n)
-	case "allgather":
+	case opAllGather, opReduceScatter:
 		return float64(n-1) / float64(n)
+	case opBroadcast:
+		return 1
 	}
 	return 0
 }
@@ -184,7 +186,7 @@ func avgBusBW(rows []row) float64 {
 
 // jsonNote explains the rows of --json.
 const jsonNote = "impl: mscclpp = this library's collectives, nccl = NCCL in the same process (same buffers and stream); " +
-	"time_us: per call, max over ranks; size: bytes (AllGather: received per rank); algbw, busbw: GB/s; " +
+	"time_us: per call, max over ranks; size: bytes (AllGather: received per rank; ReduceScatter: sent per rank); algbw, busbw: GB/s; " +
 	"wrong: summed over ranks, -1 when not checked; graph: CUDA graph launches timed, 0 for direct calls"
 
 // summaryLines are the lines after the table: wrong results (with -c 1) and the average bus
