@@ -1,14 +1,17 @@
-// collectives: the correctness checks of mscclppAllReduce and mscclppAllGather (mscclpp/collectives.h)
-// on real GPUs, one rank per GPU under mpirun, against results computed on the host.
+// collectives: the correctness checks of mscclppAllReduce, mscclppAllGather, mscclppReduceScatter
+// and mscclppBroadcast (mscclpp/collectives.h) on real GPUs, one rank per GPU under mpirun, against
+// results computed on the host.
 //
 //   every data type and operator, counts from 1 element to 4 Mi elements (odd ones, ones that no
-//   rank count or 16 bytes divides), up to 256 MiB for float32 and bfloat16; in place and out of
-//   place; 16-byte aligned buffers and buffers one element off; guard elements around every output
-//   must stay untouched;
+//   rank count or 16 bytes divides; ReduceScatter and Broadcast from 0), up to 256 MiB for
+//   float32 and bfloat16 (ReduceScatter and Broadcast: tens of MiB); in place and out of place;
+//   16-byte aligned buffers and buffers one element off; guard elements around every output must
+//   stay untouched; Broadcast from several roots; the byte and 64-bit types through AllGather and
+//   Broadcast, which only move data;
 //   1000 dependent in-place calls (each call's output is the next one's input);
-//   AllReduce and AllGather interleaved on one stream;
+//   the four collectives interleaved on one stream;
 //   two collective communicators at once, on two streams;
-//   a CUDA graph of four collectives captured once and replayed with new inputs.
+//   a CUDA graph of six collectives captured once and replayed with new inputs.
 //
 // Inputs are small integers, exact in every type (float16 and bfloat16 included) and so are
 // their sums over up to 8 ranks: every result is compared exactly. Rank 0 prints one line per
@@ -20,7 +23,8 @@
 // two communicators' calls fit at once; see main); "quick" skips 256 MiB; "registered" carves
 // every buffer out of one arena per rank registered with mscclppCollRegister (at an offset that
 // differs between ranks), so that the large calls run zero-copy. MSCCLPP_ALLREDUCE_ALGO /
-// MSCCLPP_ALLGATHER_ALGO force an algorithm for every size. "disagree" runs only the check of
+// MSCCLPP_ALLGATHER_ALGO force an algorithm for every size (ReduceScatter and Broadcast, which no
+// variable forces, are then left out: they run in the runs that force nothing). "disagree" runs only the check of
 // ranks that disagree about registration (see disagree() below).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -107,6 +111,50 @@ template <> struct Type<uint32_t> {
   static double to(uint32_t v) { return v; }
 };
 
+template <> struct Type<int64_t> {
+  static constexpr mscclppDataType_t id = mscclppInt64;
+  static constexpr const char* name = "int64";
+  static int64_t from(double v) { return static_cast<int64_t>(v); }
+  static double to(int64_t v) { return static_cast<double>(v); }
+};
+template <> struct Type<uint64_t> {
+  static constexpr mscclppDataType_t id = mscclppUint64;
+  static constexpr const char* name = "uint64";
+  static uint64_t from(double v) { return static_cast<uint64_t>(v); }
+  static double to(uint64_t v) { return static_cast<double>(v); }
+};
+template <> struct Type<int8_t> {
+  static constexpr mscclppDataType_t id = mscclppInt8;
+  static constexpr const char* name = "int8";
+  static int8_t from(double v) { return static_cast<int8_t>(v); }
+  static double to(int8_t v) { return v; }
+};
+template <> struct Type<uint8_t> {
+  static constexpr mscclppDataType_t id = mscclppUint8;
+  static constexpr const char* name = "uint8";
+  static uint8_t from(double v) { return static_cast<uint8_t>(v); }
+  static double to(uint8_t v) { return v; }
+};
+// The fp8 types only move (AllGather, Broadcast): their bytes are compared, as unsigned integers.
+template <mscclppDataType_t Id> struct Fp8 {
+  uint8_t bits;
+};
+using Fp8E4M3 = Fp8<mscclppFloat8e4m3>;
+using Fp8E5M2 = Fp8<mscclppFloat8e5m2>;
+template <mscclppDataType_t Id> struct Type<Fp8<Id>> {
+  static constexpr mscclppDataType_t id = Id;
+  static constexpr const char* name = Id == mscclppFloat8e4m3 ? "float8e4m3" : "float8e5m2";
+  static Fp8<Id> from(double v) { return {static_cast<uint8_t>(v)}; }
+  static double to(Fp8<Id> v) { return v.bits; }
+};
+
+// Whether T holds no negative value (its inputs are then shifted up).
+template <typename T>
+constexpr bool isUnsigned() {
+  return Type<T>::id == mscclppUint8 || Type<T>::id == mscclppUint32 || Type<T>::id == mscclppUint64 ||
+         Type<T>::id == mscclppFloat8e4m3 || Type<T>::id == mscclppFloat8e5m2;
+}
+
 const char* opName(mscclppRedOp_t op) { return op == mscclppSum ? "sum" : op == mscclppMax ? "max" : "min"; }
 
 // Rank r's element i: a small integer (unsigned types get no negatives). `salt` varies the data
@@ -114,7 +162,7 @@ const char* opName(mscclppRedOp_t op) { return op == mscclppSum ? "sum" : op == 
 template <typename T>
 double inputValue(int r, size_t i, int salt = 0) {
   const long v = static_cast<long>((i * 7 + r * 13 + salt * 5) % 17);
-  return Type<T>::id == mscclppUint32 ? v : v - 8;
+  return isUnsigned<T>() ? v : v - 8;
 }
 
 double reduce(mscclppRedOp_t op, double a, double b) {
@@ -243,13 +291,25 @@ std::vector<T> inputs(size_t n, int rank, int salt) {
 }
 
 template <typename T>
-std::vector<double> allReduceExpected(size_t n, mscclppRedOp_t op, int salt) {
+std::vector<double> allReduceExpected(size_t n, mscclppRedOp_t op, int salt);
+
+// Elements [first, first + n) of the AllReduce of every rank's input: rank r's result of a
+// ReduceScatter of n elements per rank is the block at first = r * n.
+template <typename T>
+std::vector<double> reduceScatterExpected(size_t first, size_t n, mscclppRedOp_t op, int salt) {
   std::vector<double> want(n);
   for (size_t i = 0; i < n; ++i) {
-    double acc = inputValue<T>(0, i, salt);
-    for (int r = 1; r < g_nranks; ++r) acc = reduce(op, acc, inputValue<T>(r, i, salt));
+    double acc = inputValue<T>(0, first + i, salt);
+    for (int r = 1; r < g_nranks; ++r) acc = reduce(op, acc, inputValue<T>(r, first + i, salt));
     want[i] = acc;
   }
+  return want;
+}
+
+template <typename T>
+std::vector<double> broadcastExpected(size_t n, int root, int salt) {
+  std::vector<double> want(n);
+  for (size_t i = 0; i < n; ++i) want[i] = inputValue<T>(root, i, salt);
   return want;
 }
 
@@ -259,6 +319,11 @@ std::vector<double> allGatherExpected(size_t n, int salt) {
   for (int r = 0; r < g_nranks; ++r)
     for (size_t i = 0; i < n; ++i) want[r * n + i] = inputValue<T>(r, i, salt);
   return want;
+}
+
+template <typename T>
+std::vector<double> allReduceExpected(size_t n, mscclppRedOp_t op, int salt) {
+  return reduceScatterExpected<T>(0, n, op, salt);
 }
 
 template <typename T>
@@ -302,6 +367,53 @@ void checkAllGather(Group& g, mscclppCollComm_t comm, cudaStream_t s, size_t n, 
   compare(g, what, recv.download(g, what), allGatherExpected<T>(n, 0));
 }
 
+// The call's result, or a failed check when it was refused.
+bool called(Group& g, const std::string& what, mscclppResult_t r) {
+  if (r == mscclppSuccess) return true;
+  ++g.checks;
+  g.fail(what + ": " + mscclppGetErrorString(r));
+  return false;
+}
+
+// ReduceScatter of n elements per rank; in place: recv is this rank's block of send.
+template <typename T>
+void checkReduceScatter(Group& g, mscclppCollComm_t comm, cudaStream_t s, size_t n, mscclppRedOp_t op, bool inPlace,
+                        size_t offset) {
+  const std::string what = std::string(Type<T>::name) + " " + opName(op) + " count " + std::to_string(n) +
+                           " per rank" + (inPlace ? " in place" : " out of place") + (offset ? " unaligned" : "");
+  if (g_verbose) std::printf("[rank %d] reducescatter %s\n", g_rank, what.c_str()), std::fflush(stdout);
+  Buffer<T> send(n * g_nranks, offset);
+  Buffer<T> recvBuf(inPlace ? 0 : n, offset);
+  T* recv = inPlace ? send.data() + g_rank * n : recvBuf.data();
+  send.upload(inputs<T>(n * g_nranks, g_rank, 0));
+  if (!called(g, what, mscclppReduceScatter(send.data(), recv, n, Type<T>::id, op, comm, s))) return;
+  CUDA(cudaStreamSynchronize(s));
+  const std::vector<double> want = reduceScatterExpected<T>(g_rank * n, n, op, 0);
+  if (inPlace) {
+    const std::vector<T> all = send.download(g, what);
+    compare(g, what, std::vector<T>(all.begin() + g_rank * n, all.begin() + (g_rank + 1) * n), want);
+  } else {
+    compare(g, what, recvBuf.download(g, what), want);
+  }
+}
+
+// Broadcast of n elements from root; every rank's send holds its own input, so a rank whose
+// output is not written fails.
+template <typename T>
+void checkBroadcast(Group& g, mscclppCollComm_t comm, cudaStream_t s, size_t n, int root, bool inPlace,
+                    size_t offset) {
+  const std::string what = std::string(Type<T>::name) + " count " + std::to_string(n) + " root " +
+                           std::to_string(root) + (inPlace ? " in place" : " out of place") + (offset ? " unaligned" : "");
+  if (g_verbose) std::printf("[rank %d] broadcast %s\n", g_rank, what.c_str()), std::fflush(stdout);
+  Buffer<T> recv(n, offset);
+  Buffer<T> sendBuf(inPlace ? 0 : n, offset);
+  Buffer<T>& send = inPlace ? recv : sendBuf;
+  send.upload(inputs<T>(n, g_rank, 0));
+  if (!called(g, what, mscclppBroadcast(send.data(), recv.data(), n, Type<T>::id, root, comm, s))) return;
+  CUDA(cudaStreamSynchronize(s));
+  compare(g, what, recv.download(g, what), broadcastExpected<T>(n, root, 0));
+}
+
 // Element counts: 1, odd counts, counts around the packet limits and 16-byte multiples.
 const std::vector<size_t> kCounts = {1, 2, 3, 5, 8, 31, 33, 100, 1023, 1025, 4097, 12345, 65537,
                                      131071, 262147, 500001, 1048583, 4194319};
@@ -319,6 +431,42 @@ void allReduceSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
     }
     g.finish();
   }
+}
+
+// ReduceScatter: every operator, 0 and kCounts elements per rank; with big, tens of MiB.
+template <typename T>
+void reduceScatterSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
+  for (mscclppRedOp_t op : {mscclppSum, mscclppMax, mscclppMin}) {
+    Group g(std::string("reducescatter ") + Type<T>::name + " " + opName(op));
+    checkReduceScatter<T>(g, comm, s, 0, op, false, 0);
+    for (size_t n : kCounts)
+      for (bool inPlace : {false, true})
+        for (size_t offset : {0, 1}) checkReduceScatter<T>(g, comm, s, n, op, inPlace, offset);
+    if (big && op == mscclppSum && sizeof(T) != 8) {
+      checkReduceScatter<T>(g, comm, s, (32u << 20) / sizeof(T) / g_nranks + 3, op, false, 0);  // ~32 MiB in, odd
+      checkReduceScatter<T>(g, comm, s, (64u << 20) / sizeof(T) / g_nranks, op, true, 0);       // 64 MiB in
+    }
+    g.finish();
+  }
+}
+
+// Broadcast: roots 0, 1 and the last rank, 0 and kCounts elements; with big, tens of MiB.
+template <typename T>
+void broadcastSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
+  Group g(std::string("broadcast ") + Type<T>::name);
+  std::vector<int> roots = {0};
+  for (int r : {1, g_nranks - 1})
+    if (r < g_nranks && std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
+  checkBroadcast<T>(g, comm, s, 0, 0, false, 0);
+  for (size_t n : kCounts)
+    for (int root : roots)
+      for (bool inPlace : {false, true})
+        for (size_t offset : {0, 1}) checkBroadcast<T>(g, comm, s, n, root, inPlace, offset);
+  if (big) {
+    checkBroadcast<T>(g, comm, s, (48u << 20) / sizeof(T) + 5, roots.back(), false, 1);  // ~48 MiB, odd, unaligned
+    checkBroadcast<T>(g, comm, s, (64u << 20) / sizeof(T), 0, true, 0);                  // 64 MiB
+  }
+  g.finish();
 }
 
 template <typename T>
@@ -365,24 +513,32 @@ void chain(mscclppCollComm_t comm, cudaStream_t s, size_t n) {
 
 // A mix of collectives queued back to back on one stream, with new inputs each round.
 struct Mix {
-  size_t arSmall = 1000, arLarge = 300001, agSmall = 777, agLarge = 100003;
+  static constexpr int kCalls = 6;
+  size_t arSmall = 1000, arLarge = 300001, agSmall = 777, agLarge = 100003, rs = 200003, bc = 4099;
+  int bcRoot = g_nranks - 1;
   Buffer<float> arSmallIn{arSmall, 0}, arSmallOut{arSmall, 0};
   Buffer<__nv_bfloat16> arLargeIn{arLarge, 0}, arLargeOut{arLarge, 0};
   Buffer<__half> agSmallIn{agSmall, 0}, agSmallOut{agSmall * g_nranks, 0};
   Buffer<float> agLargeIn{agLarge, 0}, agLargeOut{agLarge * g_nranks, 1};
+  Buffer<int32_t> rsIn{rs * g_nranks, 0}, rsOut{rs, 0};
+  Buffer<uint8_t> bcIn{bc, 0}, bcOut{bc, 0};
 
   void upload(int salt) {
     arSmallIn.upload(inputs<float>(arSmall, g_rank, salt));
     arLargeIn.upload(inputs<__nv_bfloat16>(arLarge, g_rank, salt));
     agSmallIn.upload(inputs<__half>(agSmall, g_rank, salt));
     agLargeIn.upload(inputs<float>(agLarge, g_rank, salt));
+    rsIn.upload(inputs<int32_t>(rs * g_nranks, g_rank, salt));
+    bcIn.upload(inputs<uint8_t>(bc, g_rank, salt));
   }
   bool enqueue(Group& g, mscclppCollComm_t comm, cudaStream_t s) {
-    mscclppResult_t r[4] = {
+    mscclppResult_t r[kCalls] = {
         mscclppAllReduce(arSmallIn.data(), arSmallOut.data(), arSmall, mscclppFloat32, mscclppSum, comm, s),
         mscclppAllGather(agSmallIn.data(), agSmallOut.data(), agSmall, mscclppFloat16, comm, s),
         mscclppAllReduce(arLargeIn.data(), arLargeOut.data(), arLarge, mscclppBfloat16, mscclppMax, comm, s),
         mscclppAllGather(agLargeIn.data(), agLargeOut.data(), agLarge, mscclppFloat32, comm, s),
+        mscclppReduceScatter(rsIn.data(), rsOut.data(), rs, mscclppInt32, mscclppMin, comm, s),
+        mscclppBroadcast(bcIn.data(), bcOut.data(), bc, mscclppUint8, bcRoot, comm, s),
     };
     for (mscclppResult_t x : r) {
       if (x != mscclppSuccess) {
@@ -400,11 +556,15 @@ struct Mix {
             allReduceExpected<__nv_bfloat16>(arLarge, mscclppMax, salt));
     compare(g, "allgather float16" + at, agSmallOut.download(g, "agSmall"), allGatherExpected<__half>(agSmall, salt));
     compare(g, "allgather float32" + at, agLargeOut.download(g, "agLarge"), allGatherExpected<float>(agLarge, salt));
+    compare(g, "reducescatter int32 min" + at, rsOut.download(g, "rs"),
+            reduceScatterExpected<int32_t>(g_rank * rs, rs, mscclppMin, salt));
+    compare(g, "broadcast uint8" + at, bcOut.download(g, "bc"), broadcastExpected<uint8_t>(bc, bcRoot, salt));
   }
 };
 
 void interleaved(mscclppCollComm_t comm, cudaStream_t s) {
-  Group g("allreduce and allgather interleaved on one stream, " + std::to_string(kInterleaveRounds) + " rounds");
+  Group g("allreduce, allgather, reducescatter and broadcast interleaved on one stream, " +
+          std::to_string(kInterleaveRounds) + " rounds");
   Mix m;
   m.upload(3);
   for (int k = 0; k < kInterleaveRounds; ++k)
@@ -430,7 +590,8 @@ void twoComms(mscclppCollComm_t a, mscclppCollComm_t b, cudaStream_t sa, cudaStr
 }
 
 void graph(mscclppCollComm_t comm, cudaStream_t s) {
-  Group g("CUDA graph of 4 collectives, captured once, replayed " + std::to_string(kGraphReplays) + " times");
+  Group g("CUDA graph of " + std::to_string(Mix::kCalls) + " collectives, captured once, replayed " +
+          std::to_string(kGraphReplays) + " times");
   Mix m;
   cudaGraph_t graph;
   CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
@@ -459,13 +620,22 @@ void refusals(mscclppCollComm_t comm, cudaStream_t s) {
     const char* what;
     mscclppResult_t got;
   } cases[] = {
-      {"bad datatype", mscclppAllReduce(buf.data(), buf.data(), 4, static_cast<mscclppDataType_t>(0), mscclppSum, comm, s)},
+      {"bad datatype", mscclppAllReduce(buf.data(), buf.data(), 4, static_cast<mscclppDataType_t>(12), mscclppSum, comm, s)},
       {"bad op", mscclppAllReduce(buf.data(), buf.data(), 4, mscclppFloat32, static_cast<mscclppRedOp_t>(1), comm, s)},
       {"NULL buffer", mscclppAllReduce(nullptr, buf.data(), 4, mscclppFloat32, mscclppSum, comm, s)},
       {"misaligned float", mscclppAllReduce(reinterpret_cast<char*>(buf.data()) + 2, buf.data(), 4, mscclppFloat32, mscclppSum, comm, s)},
       {"overlapping buffers", mscclppAllReduce(buf.data(), buf.data() + 1, 8, mscclppFloat32, mscclppSum, comm, s)},
       {"allgather send inside recv, not at its part", mscclppAllGather(buf.data() + 1, buf.data(), 2, mscclppFloat32, comm, s)},
       {"NULL communicator", mscclppAllReduce(buf.data(), buf.data(), 4, mscclppFloat32, mscclppSum, nullptr, s)},
+      {"allreduce of uint8 (no reduction kernel)", mscclppAllReduce(buf.data(), buf.data(), 4, mscclppUint8, mscclppSum, comm, s)},
+      {"reducescatter of int64 (no reduction kernel)",
+       mscclppReduceScatter(buf.data(), buf.data() + 32, 2, mscclppInt64, mscclppSum, comm, s)},
+      {"reducescatter bad op", mscclppReduceScatter(buf.data(), buf.data() + 32, 2, mscclppFloat32, static_cast<mscclppRedOp_t>(1), comm, s)},
+      {"reducescatter recv overlapping another rank's block",
+       mscclppReduceScatter(buf.data(), buf.data() + g_rank * 4 + 1, 4, mscclppFloat32, mscclppSum, comm, s)},
+      {"broadcast root too large", mscclppBroadcast(buf.data(), buf.data(), 4, mscclppFloat32, g_nranks, comm, s)},
+      {"broadcast negative root", mscclppBroadcast(buf.data(), buf.data(), 4, mscclppFloat32, -1, comm, s)},
+      {"broadcast bad datatype", mscclppBroadcast(buf.data(), buf.data(), 4, static_cast<mscclppDataType_t>(12), 0, comm, s)},
   };
   for (const Case& c : cases) {
     ++g.checks;
@@ -473,6 +643,10 @@ void refusals(mscclppCollComm_t comm, cudaStream_t s) {
   }
   ++g.checks;
   if (mscclppAllReduce(nullptr, nullptr, 0, mscclppFloat32, mscclppSum, comm, s) != mscclppSuccess) g.fail("count 0 was refused");
+  ++g.checks;
+  if (mscclppReduceScatter(nullptr, nullptr, 0, mscclppFloat32, mscclppSum, comm, s) != mscclppSuccess ||
+      mscclppBroadcast(nullptr, nullptr, 0, mscclppFloat32, 0, comm, s) != mscclppSuccess)
+    g.fail("reducescatter or broadcast of count 0 was refused");
   CUDA(cudaStreamSynchronize(s));
   g.finish();
 }
@@ -571,9 +745,10 @@ int main(int argc, char** argv) {
                   g_nranks, devices, blocks, kConcurrentComms);
     }
   }
+  const char* ar = std::getenv("MSCCLPP_ALLREDUCE_ALGO");
+  const char* ag = std::getenv("MSCCLPP_ALLGATHER_ALGO");
+  const char* forced = ar ? ar : ag;  // an algorithm forced: the run is for AllReduce and AllGather
   if (g_rank == 0) {
-    const char* ar = std::getenv("MSCCLPP_ALLREDUCE_ALGO");
-    const char* ag = std::getenv("MSCCLPP_ALLGATHER_ALGO");
     std::printf("collectives: %d ranks, allreduce algo %s, allgather algo %s, %s buffers\n", g_nranks, ar ? ar : "auto",
                 ag ? ag : "auto", registered ? "registered" : "unregistered");
   }
@@ -593,6 +768,25 @@ int main(int argc, char** argv) {
     allGatherSweep<float>(c1.coll, s, big);
     allGatherSweep<__half>(c1.coll, s, false);
     allGatherSweep<double>(c1.coll, s, false);
+    allGatherSweep<uint8_t>(c1.coll, s, false);
+    allGatherSweep<int64_t>(c1.coll, s, false);
+    allGatherSweep<Fp8E5M2>(c1.coll, s, false);
+    if (forced == nullptr) {
+      // ReduceScatter and Broadcast choose their algorithm by size alone: once per run suffices.
+      reduceScatterSweep<float>(c1.coll, s, big);
+      reduceScatterSweep<__half>(c1.coll, s, false);
+      reduceScatterSweep<__nv_bfloat16>(c1.coll, s, big);
+      reduceScatterSweep<int32_t>(c1.coll, s, false);
+      reduceScatterSweep<uint32_t>(c1.coll, s, false);
+      reduceScatterSweep<double>(c1.coll, s, false);
+      broadcastSweep<float>(c1.coll, s, big);
+      broadcastSweep<__half>(c1.coll, s, false);
+      broadcastSweep<uint8_t>(c1.coll, s, big);
+      broadcastSweep<int8_t>(c1.coll, s, false);
+      broadcastSweep<int64_t>(c1.coll, s, false);
+      broadcastSweep<uint64_t>(c1.coll, s, false);
+      broadcastSweep<Fp8E4M3>(c1.coll, s, false);
+    }
     chain(c1.coll, s, 1000);
     chain(c1.coll, s, 300001);
     interleaved(c1.coll, s);
