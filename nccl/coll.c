@@ -20,7 +20,8 @@ static size_t typeSize(ncclDataType_t t) {
   }
 }
 
-/* The types this library's kernels reduce (collectives.h). */
+/* The types this library's kernels reduce (collectives.h); AllGather and Broadcast move every
+ * type. */
 static bool nativeReducible(ncclDataType_t t) {
   return t == ncclInt32 || t == ncclUint32 || t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 ||
          t == ncclBfloat16;
@@ -119,7 +120,7 @@ NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size
   bool native;
   ncclComm_t real;
   const shimRealNccl* nccl;
-  CHECK(route(comm, shimAllGather, nativeReducible(datatype), call, &native, &real, &nccl));
+  CHECK(route(comm, shimAllGather, true, call, &native, &real, &nccl));
   if (native) {
     return shimGroupError(nativeResult(
         comm, call, mscclppAllGather(sendbuff, recvbuff, sendcount, (mscclppDataType_t)datatype, comm->coll, stream)));
@@ -136,7 +137,12 @@ NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, 
   bool native;
   ncclComm_t real;
   const shimRealNccl* nccl;
-  CHECK(route(comm, shimReduceScatter, false, call, &native, &real, &nccl));
+  CHECK(route(comm, shimReduceScatter, nativeReducible(datatype) && nativeOp(op), call, &native, &real, &nccl));
+  if (native) {
+    return shimGroupError(nativeResult(comm, call,
+                                       mscclppReduceScatter(sendbuff, recvbuff, recvcount, (mscclppDataType_t)datatype,
+                                                            (mscclppRedOp_t)op, comm->coll, stream)));
+  }
   return realResult(nccl->ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, real, stream));
 }
 
@@ -150,7 +156,11 @@ NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size
   bool native;
   ncclComm_t real;
   const shimRealNccl* nccl;
-  CHECK(route(comm, shimBroadcast, false, call, &native, &real, &nccl));
+  CHECK(route(comm, shimBroadcast, true, call, &native, &real, &nccl));
+  if (native) {
+    return shimGroupError(nativeResult(
+        comm, call, mscclppBroadcast(sendbuff, recvbuff, count, (mscclppDataType_t)datatype, root, comm->coll, stream)));
+  }
   return realResult(nccl->ncclBroadcast(sendbuff, recvbuff, count, datatype, root, real, stream));
 }
 

@@ -169,6 +169,53 @@ if [ -x "$build/bin/example-collectives" ]; then
 	run "Go example: collectives" 120 $mpirun -np "$np" "$build/bin/example-collectives"
 fi
 
+# 6. The NCCL layer (libmscclpp_nccl.so). tests/nccl/ops.cu is built against the host's real NCCL
+# header and library, then run on this library through LD_PRELOAD, as an NCCL program would be;
+# and built against include/nccl.h and linked with -lmscclpp_nccl. The real NCCL refuses ranks
+# that share a GPU, so with more ranks than GPUs only what this library serves itself runs
+# (MSCCLPP_NCCL_FALLBACK=off: the rest is refused and counted as skipped); one rank runs every call,
+# the unserved ones on the real NCCL.
+preload="-x LD_PRELOAD=$build/lib/libmscclpp_nccl.so"
+sharing=$([ "$np" -gt "$ngpus" ] && echo 1 || echo 0)
+if wanted "nccl header"; then
+	run "nccl header agrees with the host's nccl.h" 60 env CUDA_INCLUDE=/usr/local/cuda/include ./tests/nccl/header_agree.sh
+fi
+nccl_build() { # nccl_build OUT FLAGS...: tests/nccl/ops.cu
+	local out=$1
+	shift
+	nvcc -std=c++17 -O2 -arch=sm_90 $(mpicxx --showme:compile) -DOMPI_SKIP_MPICXX tests/nccl/ops.cu -o "$out" "$@" \
+		-Xlinker "$(mpicxx --showme:link | sed 's/ /,/g')" 2>&1
+}
+if [ -f /usr/include/nccl.h ] && nccl_build "$bin/nccl_ops_real" -lnccl; then
+	run "nccl ops, 1 rank, NCCL program under LD_PRELOAD (fallback to the real NCCL)" 600 \
+		$mpirun -np 1 $preload -x OPS_NO_SKIP=1 "$bin/nccl_ops_real" quick
+	if [ "$sharing" = 1 ]; then
+		run "nccl ops, $np ranks, NCCL program under LD_PRELOAD (native only)" 600 \
+			$mpirun -np "$np" $preload -x MSCCLPP_NCCL_FALLBACK=off "$bin/nccl_ops_real" quick
+	else
+		run "nccl ops, $np ranks, NCCL program under LD_PRELOAD" 600 \
+			$mpirun -np "$np" $preload -x OPS_NO_SKIP=1 "$bin/nccl_ops_real" quick
+	fi
+else
+	result "build nccl ops against the real NCCL" 1
+fi
+if nccl_build "$bin/nccl_ops" -I"$build/include/mscclpp_nccl" -L"$build/lib" -lmscclpp_nccl -Xlinker "-rpath,$build/lib"; then
+	run "nccl ops, $np ranks, linked with -lmscclpp_nccl (native only)" 600 \
+		$mpirun -np "$np" -x MSCCLPP_NCCL_FALLBACK=off "$bin/nccl_ops" quick
+else
+	result "build nccl ops against include/nccl.h" 1
+fi
+torch=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}
+if [ -x "$torch" ] && wanted "torch"; then
+	# With ranks sharing a GPU, the calls that would go to the real NCCL are skipped.
+	native_skips="all_reduce avg*,all_to_all_single,send/recv,batch_isend_irecv"
+	run "torch_check, 1 rank, LD_PRELOAD" 300 env LD_PRELOAD="$build/lib/libmscclpp_nccl.so" \
+		"$torch" -m torch.distributed.run --nproc-per-node 1 tests/nccl/torch_check.py
+	run "torch_check, $np ranks, LD_PRELOAD" 300 env LD_PRELOAD="$build/lib/libmscclpp_nccl.so" \
+		"$torch" -m torch.distributed.run --nproc-per-node "$np" tests/nccl/torch_check.py \
+		"$([ "$sharing" = 1 ] && echo "$native_skips${TORCH_NATIVE_SKIPS:+,$TORCH_NATIVE_SKIPS}")"
+fi
+
 echo "gpu-test: $passed passed, $failed failed, $skipped skipped"
 for f in "${skips[@]}"; do echo "  skipped: $f"; done
 for f in "${failures[@]}"; do echo "  failed: $f"; done
