@@ -211,16 +211,18 @@ $(BUILD)/tests/env_after_load: tests/capi/env_after_load.c all
 
 # The CUDA programs (GPU tests, tutorials, benchmarks) are compiled and linked here too, so CI
 # catches a header or export change that breaks them; they run on the GPU host (make gpu-test).
-CUDA_PROGRAMS := $(wildcard examples/mpi/*/main.cu examples/tutorials/*/main.cu tests/gpu/*/main.cu)
+# tests/nccl/ops.cu is an NCCL program: it is linked with the NCCL layer.
+CUDA_PROGRAMS := $(wildcard examples/mpi/*/main.cu examples/tutorials/*/main.cu tests/gpu/*/main.cu bench/*/main.cu) tests/nccl/ops.cu
 NVCC_FLAGS    := -std=c++17 -O2 -arch=sm_90 -DOMPI_SKIP_MPICXX -Xcompiler -Wall
 
 cuda-examples: all
 	@mkdir -p $(BUILD)/examples
 	@for src in $(CUDA_PROGRAMS); do \
 		name=$$(basename $$(dirname $$src)); \
+		[ $$name != nccl ] || name=nccl_$$(basename $$src .cu); \
 		echo "nvcc $$src"; \
-		$(NVCC) $(NVCC_FLAGS) -I$(BUILD)/include $$($(MPICXX) --showme:compile) $$src -o $(BUILD)/examples/$$name \
-			-L$(BUILD)/lib -lmscclpp -Xlinker -rpath,$(ABS_BUILD)/lib \
+		$(NVCC) $(NVCC_FLAGS) -I$(BUILD)/include -I$(BUILD)/include/mscclpp_nccl $$($(MPICXX) --showme:compile) $$src -o $(BUILD)/examples/$$name \
+			-L$(BUILD)/lib -lmscclpp $$([ $$name != nccl_ops ] || echo -lmscclpp_nccl) -Xlinker -rpath,$(ABS_BUILD)/lib \
 			-Xlinker "$$($(MPICXX) --showme:link | sed 's/ /,/g')" || exit 1; \
 	done
 

@@ -314,11 +314,8 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
 
 /* Split and shrink: the members agree on a fresh id from the new rank 0 over the parent's
  * bootstrap, then build the new communicator like init. */
-static ncclResult_t commFromParent(ncclComm_t parent, const int* members, int n, int newRank, ncclComm_t* out,
+static ncclResult_t commFromParent(ncclComm_t parent, const int* members, int n, int newRank, int tag, ncclComm_t* out,
                                    ncclConfig_t* config, const char* call) {
-  pthread_mutex_lock(&parent->mu);
-  int tag = splitIdTagBase + (int)(parent->splits++ & 0xffff);
-  pthread_mutex_unlock(&parent->mu);
   ncclUniqueId id;
   mscclppResult_t m = mscclppSuccess;
   ncclResult_t res = ncclSuccess;
@@ -335,6 +332,15 @@ static ncclResult_t commFromParent(ncclComm_t parent, const int* members, int n,
   if (res != ncclSuccess) return res;
   if (m != mscclppSuccess) return shimFail(shimResult(m), parent, call, "sharing the new id failed: %s", mscclppGetErrorString(m));
   return commInit(out, n, id, newRank, config, call);
+}
+
+/* The bootstrap tag of the next split or shrink of parent: every rank that takes part takes one,
+ * so they stay in step (a rank with NCCL_SPLIT_NOCOLOR too). */
+static int nextSplitTag(ncclComm_t parent) {
+  pthread_mutex_lock(&parent->mu);
+  int tag = splitIdTagBase + (int)(parent->splits++ & 0xffff);
+  pthread_mutex_unlock(&parent->mu);
+  return tag;
 }
 
 /* The order of ranks in a split: by key, then by the parent's rank. */
@@ -358,6 +364,7 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
   }
   ncclResult_t res = shimCommReady(comm, call);
   if (res != ncclSuccess) return res;
+  int tag = nextSplitTag(comm);
   splitEntry* all = calloc((size_t)comm->nranks, sizeof(*all));
   int* members = calloc((size_t)comm->nranks, sizeof(int));
   if (all == NULL || members == NULL) {
@@ -383,7 +390,7 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
       members[i] = mine[i].rank;
       if (mine[i].rank == comm->rank) newRank = i;
     }
-    res = commFromParent(comm, members, n, newRank, newcomm, config, call);
+    res = commFromParent(comm, members, n, newRank, tag, newcomm, config, call);
   }
   free(all), free(members), free(mine);
   return res;
@@ -424,7 +431,7 @@ NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, i
   }
   if (newRank < 0) res = shimFail(ncclInvalidUsage, comm, call, "this rank is in the exclusion list");
   else if (n == 0) res = shimFail(ncclInvalidArgument, comm, call, "every rank is excluded");
-  else res = commFromParent(comm, members, n, newRank, newcomm, config, call);
+  else res = commFromParent(comm, members, n, newRank, nextSplitTag(comm), newcomm, config, call);
   free(members);
   return res;
 }

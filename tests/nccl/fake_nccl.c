@@ -201,3 +201,8 @@ API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* sim) {
   (void)sim;
   return ncclGroupEnd();
 }
+
+API ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int n, ncclComm_t* newcomm, ncclConfig_t* config, int flags) {
+  (void)comm, (void)exclude, (void)n, (void)newcomm, (void)config, (void)flags;
+  return ncclInvalidUsage;
+}

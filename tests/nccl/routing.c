@@ -173,9 +173,64 @@ static void testFallback(void) {
   EXPECT_RESULT(ncclSuccess, ncclGroupStart());
   EXPECT_RESULT(ncclSuccess, ncclGroupEnd());
 
+  /* Split into even and odd ranks (reversed by key); each half's real communicator is made from
+   * its own new id. */
+  ncclComm_t half = NULL;
+  EXPECT_RESULT(ncclSuccess, ncclCommSplit(comm, rank % 2, -rank, &half, NULL));
+  int halfSize = (nranks - rank % 2 + 1) / 2, halfRank = -1;
+  if (half != NULL) {
+    EXPECT_RESULT(ncclSuccess, ncclCommCount(half, &v));
+    EXPECT(v == halfSize, "half has %d ranks, want %d", v, halfSize);
+    EXPECT_RESULT(ncclSuccess, ncclCommUserRank(half, &halfRank));
+    EXPECT(halfRank == halfSize - 1 - rank / 2, "rank %d in its half, want %d (keys reverse the order)", halfRank,
+           halfSize - 1 - rank / 2);
+    snprintf(expect, sizeof(expect), "ncclCommInitRank %d %d fake-id-", halfSize, halfRank);
+    EXPECT(countCalls(expect) == 1, "want '%s...':\n%s", expect, fakeLog());
+    int before = countCalls("ncclAllReduce");
+    EXPECT_RESULT(ncclSuccess, ncclAllReduce(buf, buf2, 11, ncclFloat32, ncclSum, half, s));
+    EXPECT(countCalls("ncclAllReduce") == before + 1, "the half's AllReduce reached the fake");
+    EXPECT_RESULT(ncclSuccess, ncclCommDestroy(half));
+  }
+  ncclComm_t none = (ncclComm_t)1;
+  EXPECT_RESULT(ncclSuccess, ncclCommSplit(comm, rank == 0 ? NCCL_SPLIT_NOCOLOR : 1, 0, &none, NULL));
+  EXPECT((rank == 0) == (none == NULL), "NCCL_SPLIT_NOCOLOR gives NULL, and only it");
+  if (none != NULL) EXPECT_RESULT(ncclSuccess, ncclCommDestroy(none));
+
+  /* Shrink without the last rank: the others get a communicator of nranks-1 (the last calls
+   * nothing, as a dead rank would not). */
+  if (nranks > 1 && rank != nranks - 1) {
+    int excluded = nranks - 1;
+    ncclComm_t smaller = NULL;
+    EXPECT_RESULT(ncclSuccess, ncclCommShrink(comm, &excluded, 1, &smaller, NULL, NCCL_SHRINK_DEFAULT));
+    if (smaller != NULL) {
+      EXPECT_RESULT(ncclSuccess, ncclCommCount(smaller, &v));
+      EXPECT(v == nranks - 1, "shrunk to %d ranks", v);
+      EXPECT_RESULT(ncclSuccess, ncclCommDestroy(smaller));
+    }
+    EXPECT_RESULT(ncclInvalidUsage, ncclCommShrink(comm, &rank, 1, &smaller, NULL, NCCL_SHRINK_DEFAULT));
+  }
+
   EXPECT_RESULT(ncclSuccess, ncclCommFinalize(comm));
   EXPECT_RESULT(ncclSuccess, ncclCommDestroy(comm));
-  EXPECT(countCalls("ncclCommFinalize") == 1 && countCalls("ncclCommDestroy") == 1, "finalize and destroy reached the fake");
+  EXPECT(countCalls("ncclCommFinalize") == 1 && countCalls("ncclCommDestroy") >= 1, "finalize and destroy reached the fake");
+
+  /* A nonblocking init returns ncclInProgress (or success), then reports through
+   * ncclCommGetAsyncError. */
+  ncclUniqueId id;
+  if (rank == 0) EXPECT_RESULT(ncclSuccess, ncclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t nb = NULL;
+  ncclResult_t res = ncclCommInitRankConfig(&nb, nranks, id, rank, &config);
+  EXPECT(res == ncclInProgress || res == ncclSuccess, "nonblocking init returned %d", res);
+  ncclResult_t state = ncclInProgress;
+  while (nb != NULL && state == ncclInProgress) EXPECT_RESULT(ncclSuccess, ncclCommGetAsyncError(nb, &state));
+  EXPECT(state == ncclSuccess, "nonblocking init ended with %d", state);
+  if (nb != NULL) {
+    EXPECT_RESULT(ncclSuccess, ncclAllGather(buf, buf2, 3, ncclFloat32, nb, s));
+    EXPECT_RESULT(ncclSuccess, ncclCommAbort(nb));
+  }
 }
 
 /* A communicator whose init must fail with want, its message containing what. */
