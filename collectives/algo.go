@@ -15,6 +15,7 @@ const (
 	// AlgoPut is copies into the peers' scratch and a signal per round (AllGather, Broadcast;
 	// ReduceScatter: rsag's reduce-scatter rounds).
 	AlgoPut    = "put"
+	AlgoSAG    = "sag"    // scatter from the root, then all-gather among the others, in rounds (Broadcast)
 	AlgoDirect = "direct" // zero-copy, straight between registered user buffers (AllReduce and AllGather)
 	// AlgoPort is zero-copy through port channels: the copy engines move all the data between
 	// the ranks (AllGather: between the registered receive buffers; AllReduce: the inputs into
@@ -209,7 +210,8 @@ func broadcastKernel(algo string) string { return "mscclpp_broadcast_" + algo }
 // kernelNames lists every entry point a call may launch.
 func kernelNames() []string {
 	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect),
-		allGatherKernel(AlgoPort), broadcastKernel(AlgoPacket), broadcastKernel(AlgoPut)}
+		allGatherKernel(AlgoPort), broadcastKernel(AlgoPacket), broadcastKernel(AlgoPut),
+		broadcastKernel(AlgoSAG)}
 	for dt := range dataTypes {
 		if !dt.Reducible() {
 			continue
@@ -239,11 +241,16 @@ func chooseReduceScatter(bytes uint64, dt DataType, nRanks, maxGrid int) plan {
 
 // chooseBroadcast picks the algorithm and grid for a Broadcast of bytes across nRanks, in grids
 // of at most maxGrid blocks: packets up to AllGather's packet limit (the root sends each peer as
-// many bytes as a rank of such an AllGather; not measured for Broadcast), then the root's put
-// rounds into every peer's scratch.
+// many bytes as a rank of such an AllGather); then on 2 ranks the root's put rounds into the
+// peer's scratch, and on more the scatter and all-gather rounds (sag), whose root sends each byte
+// once instead of once per peer (up to maxZeroCopyPeers + 1 ranks: the kernel keeps the other
+// receivers in shared memory). None of these crossovers was measured for Broadcast.
 func chooseBroadcast(bytes uint64, nRanks, maxGrid int) plan {
-	if bytes <= allGatherPacketLimit(nRanks) {
+	switch {
+	case bytes <= allGatherPacketLimit(nRanks):
 		return plan{AlgoPacket, broadcastKernel(AlgoPacket), packetBlocks(bytes, maxGrid), packetThreads}
+	case nRanks >= 3 && nRanks-1 <= maxZeroCopyPeers:
+		return plan{AlgoSAG, broadcastKernel(AlgoSAG), roundBlocks(bytes, maxGrid), putThreads}
 	}
 	return plan{AlgoPut, broadcastKernel(AlgoPut), roundBlocks(bytes, maxGrid), putThreads}
 }

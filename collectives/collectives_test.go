@@ -306,9 +306,9 @@ func TestKernelNamesCoverEveryType(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 6, reducible)
-	// Four AllGather and two Broadcast kernels; seven AllReduce and two ReduceScatter algorithms
-	// per reducible type.
-	assert.Len(t, kernelNames(), 4+2+(7+2)*reducible)
+	// Four AllGather and three Broadcast kernels; seven AllReduce and two ReduceScatter
+	// algorithms per reducible type.
+	assert.Len(t, kernelNames(), 4+3+(7+2)*reducible)
 }
 
 func TestCheckCall(t *testing.T) {
@@ -583,8 +583,12 @@ func TestChooseBroadcast(t *testing.T) {
 		{512 << 10, 2, AlgoPacket, maxBlocks, packetThreads},
 		{256 << 10, 4, AlgoPacket, 64, packetThreads},
 		{512<<10 + 1, 2, AlgoPut, 17, putThreads},
-		{256<<10 + 1, 4, AlgoPut, 9, putThreads},
-		{1 << 30, 8, AlgoPut, maxBlocks, putThreads},
+		{1 << 30, 2, AlgoPut, maxBlocks, putThreads},
+		{256<<10 + 1, 3, AlgoSAG, 9, putThreads},
+		{256<<10 + 1, 4, AlgoSAG, 9, putThreads},
+		{1 << 30, 8, AlgoSAG, maxBlocks, putThreads},
+		{1 << 30, maxZeroCopyPeers + 1, AlgoSAG, maxBlocks, putThreads},
+		{1 << 30, maxZeroCopyPeers + 2, AlgoPut, maxBlocks, putThreads}, // the receivers would not fit
 	}
 	for _, tt := range tests {
 		p := chooseBroadcast(tt.bytes, tt.nRanks, maxBlocks)

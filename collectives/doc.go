@@ -27,6 +27,8 @@
 //     thread block and peer;
 //   - put (AllGather, Broadcast): copies into the peers' scratch (Broadcast: the root's only), a
 //     signal per round; ReduceScatter's put is rsag's reduce-scatter rounds;
+//   - sag (Broadcast on 3 or more ranks): the root scatters a piece of each round to each
+//     other rank, which passes it on to the others (all-gather), two signals per round;
 //   - direct and rsag_direct: zero-copy, for buffers registered with Register (below);
 //   - port (AllGather): zero-copy through port channels: the copy engines copy between the
 //     registered buffers (large in-place calls);
