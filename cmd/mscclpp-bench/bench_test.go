@@ -648,6 +648,8 @@ func TestExpectedPerCollective(t *testing.T) {
 		assert.Equal(t, expectedAllReduce(sum, 3, i), b(opAllReduce).expected(48)(i))
 	}
 	assert.Equal(t, inputValue(2, 1), b(opAllGather).expected(48)(9))
+	assert.Equal(t, broadcastRoot, rootColumn(opBroadcast))
+	assert.Equal(t, -1, rootColumn(opReduceScatter))
 	assert.True(t, reduces(opReduceScatter))
 	assert.False(t, reduces(opBroadcast))
 	assert.True(t, perRank(opReduceScatter))

@@ -85,10 +85,18 @@ func ratioText(ours, theirs float64) string {
 	return fmt.Sprintf("%.2f", ours/theirs)
 }
 
+// rootColumn is the root column of a row, as nccl-tests fills it: the Broadcast's root, else -1.
+func rootColumn(collective string) int {
+	if collective == opBroadcast {
+		return broadcastRoot
+	}
+	return -1
+}
+
 // formatRow is one size's line: out-of-place then in-place, in nccl-tests' columns.
 func formatRow(out, in row) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", out.Size, out.Count, out.Datatype, out.Op, -1)
+	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", out.Size, out.Count, out.Datatype, out.Op, rootColumn(out.Collective))
 	for _, r := range []row{out, in} {
 		fmt.Fprintf(&b, "  %7s  %6.2f  %6.2f  %s", timeText(r.TimeUs), r.AlgBW, r.BusBW, wrongText(r.Wrong))
 	}
@@ -106,7 +114,7 @@ const tableHeader = `#                                                          
 func formatCompareRow(ours, nccl [2]row) string {
 	var b strings.Builder
 	o := ours[0]
-	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", o.Size, o.Count, o.Datatype, o.Op, -1)
+	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", o.Size, o.Count, o.Datatype, o.Op, rootColumn(o.Collective))
 	for k := range 2 {
 		m, n := ours[k], nccl[k]
 		fmt.Fprintf(&b, "  %7s %7s %6s  %7.2f %7.2f  %7.2f %7.2f  %7s %7s",
