@@ -511,6 +511,25 @@ void chain(mscclppCollComm_t comm, cudaStream_t s, size_t n) {
   g.finish();
 }
 
+// kBurst one-element Broadcasts from rank 0 queued back to back, the last rank queuing its calls
+// late: the root, which reads no data, must not run ahead and overwrite packets that the late
+// rank has yet to read (4 ranks sharing a GPU hung here before the root waited for its receivers).
+void broadcastBurst(mscclppCollComm_t comm, cudaStream_t s) {
+  constexpr size_t kBurst = 200;
+  Group g("broadcast burst: " + std::to_string(kBurst) + " calls from one root, one rank late");
+  Buffer<float> send(kBurst, 0), recv(kBurst, 0);
+  send.upload(inputs<float>(kBurst, g_rank, 0));
+  if (g_rank == g_nranks - 1) usleep(200 * 1000);
+  for (size_t i = 0; i < kBurst; ++i) {
+    if (!called(g, "call " + std::to_string(i), mscclppBroadcast(send.data() + i, recv.data() + i, 1, mscclppFloat32, 0, comm, s))) {
+      break;
+    }
+  }
+  CUDA(cudaStreamSynchronize(s));
+  compare(g, "burst", recv.download(g, "burst"), broadcastExpected<float>(kBurst, 0, 0));
+  g.finish();
+}
+
 // A mix of collectives queued back to back on one stream, with new inputs each round.
 struct Mix {
   static constexpr int kCalls = 6;
@@ -786,6 +805,7 @@ int main(int argc, char** argv) {
       broadcastSweep<int64_t>(c1.coll, s, false);
       broadcastSweep<uint64_t>(c1.coll, s, false);
       broadcastSweep<Fp8E4M3>(c1.coll, s, false);
+      broadcastBurst(c1.coll, s);
     }
     chain(c1.coll, s, 1000);
     chain(c1.coll, s, 300001);
