@@ -13,14 +13,11 @@ import (
 func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op Op, s cuda.Stream) error {
 	// The call's description is formatted only for an error: calls are on the latency path.
 	fail := func(err error) error { return fmt.Errorf("allreduce of %d %s (%s): %w", count, dt, op, err) }
-	if err := checkCall(send, recv, count, dt); err != nil {
-		return fail(err)
+	bytes, err := checkSameSized(send, recv, count, dt)
+	if err == nil {
+		err = checkReduction(dt, op)
 	}
-	if err := checkReduction(dt, op); err != nil {
-		return fail(err)
-	}
-	bytes := uint64(count) * uint64(dt.Size())
-	if err := checkSameOrApart(send, recv, bytes); err != nil {
+	if err != nil {
 		return fail(err)
 	}
 	if count == 0 {
@@ -109,11 +106,8 @@ func (c *Comm) Broadcast(send, recv cuda.DevicePtr, count int, dt DataType, root
 	if c.rank != root {
 		send = recv // not read: checked as recv
 	}
-	if err := checkCall(send, recv, count, dt); err != nil {
-		return fail(err)
-	}
-	bytes := uint64(count) * uint64(dt.Size())
-	if err := checkSameOrApart(send, recv, bytes); err != nil {
+	bytes, err := checkSameSized(send, recv, count, dt)
+	if err != nil {
 		return fail(err)
 	}
 	if count == 0 {
@@ -217,13 +211,17 @@ func checkCall(send, recv cuda.DevicePtr, count int, dt DataType) error {
 	return nil
 }
 
-// checkSameOrApart refuses send and receive buffers of `bytes` bytes that overlap without being
-// the same.
-func checkSameOrApart(send, recv cuda.DevicePtr, bytes uint64) error {
-	if send != recv && overlap(send, recv, bytes, bytes) {
-		return fmt.Errorf("send and receive buffers overlap without being the same: %w", errs.ErrInvalidArgument)
+// checkSameSized refuses what no collective accepts (checkCall) and send and receive buffers of
+// count elements each that overlap without being the same; it returns their size in bytes.
+func checkSameSized(send, recv cuda.DevicePtr, count int, dt DataType) (uint64, error) {
+	if err := checkCall(send, recv, count, dt); err != nil {
+		return 0, err
 	}
-	return nil
+	bytes := uint64(count) * uint64(dt.Size())
+	if send != recv && overlap(send, recv, bytes, bytes) {
+		return 0, fmt.Errorf("send and receive buffers overlap without being the same: %w", errs.ErrInvalidArgument)
+	}
+	return bytes, nil
 }
 
 // overlap reports whether [a, a+na) and [b, b+nb) share a byte.

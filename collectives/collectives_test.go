@@ -3,6 +3,7 @@ package collectives
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -541,62 +542,50 @@ func TestCallsAccepted(t *testing.T) {
 	assert.ErrorIs(t, c.AllGather(p+1, p+7, 3, Int8, cuda.Stream{}), ErrClosed, "bytes at any address")
 }
 
-func TestChooseReduceScatter(t *testing.T) {
+// TestChooseReduceScatterAndBroadcast: packets up to AllGather's packet limit (bytes per rank
+// for ReduceScatter, the message for Broadcast), then ReduceScatter's rounds, Broadcast's put on
+// 2 ranks and sag on 3 to maxZeroCopyPeers + 1; never zero-copy.
+func TestChooseReduceScatterAndBroadcast(t *testing.T) {
+	rs := func(bytes uint64, nRanks int) plan { return chooseReduceScatter(bytes, BFloat16, nRanks, maxBlocks) }
+	bc := func(bytes uint64, nRanks int) plan { return chooseBroadcast(bytes, nRanks, maxBlocks) }
 	tests := []struct {
-		bytes   uint64 // per rank
+		choose  func(bytes uint64, nRanks int) plan
+		bytes   uint64
 		nRanks  int
-		algo    string
+		kernel  string
 		blocks  int
 		threads int
 	}{
-		{4, 2, AlgoPacket, 1, packetThreads},
-		{512 << 10, 2, AlgoPacket, maxBlocks, packetThreads},
-		{64 << 10, 4, AlgoPacket, 64, packetThreads}, // 256 KiB of input: 32768 packets
-		{256 << 10, 4, AlgoPacket, maxBlocks, packetThreads},
-		{512<<10 + 4, 2, AlgoPut, 17, rsagThreads},
-		{256<<10 + 4, 4, AlgoPut, 9, rsagThreads},
-		{1 << 30, 8, AlgoPut, maxBlocks, rsagThreads},
+		{rs, 4, 2, "mscclpp_reducescatter_packet_bf16", 1, packetThreads},
+		{rs, 512 << 10, 2, "mscclpp_reducescatter_packet_bf16", maxBlocks, packetThreads},
+		{rs, 64 << 10, 4, "mscclpp_reducescatter_packet_bf16", 64, packetThreads}, // 256 KiB of input: 32768 packets
+		{rs, 256 << 10, 4, "mscclpp_reducescatter_packet_bf16", maxBlocks, packetThreads},
+		{rs, 512<<10 + 4, 2, "mscclpp_reducescatter_put_bf16", 17, rsagThreads},
+		{rs, 256<<10 + 4, 4, "mscclpp_reducescatter_put_bf16", 9, rsagThreads},
+		{rs, 1 << 30, 8, "mscclpp_reducescatter_put_bf16", maxBlocks, rsagThreads},
+		{bc, 1, 2, "mscclpp_broadcast_packet", 1, packetThreads},
+		{bc, 512 << 10, 2, "mscclpp_broadcast_packet", maxBlocks, packetThreads},
+		{bc, 256 << 10, 4, "mscclpp_broadcast_packet", 64, packetThreads},
+		{bc, 512<<10 + 1, 2, "mscclpp_broadcast_put", 17, putThreads},
+		{bc, 1 << 30, 2, "mscclpp_broadcast_put", maxBlocks, putThreads},
+		{bc, 256<<10 + 1, 3, "mscclpp_broadcast_sag", 9, putThreads},
+		{bc, 256<<10 + 1, 4, "mscclpp_broadcast_sag", 9, putThreads},
+		{bc, 1 << 30, 8, "mscclpp_broadcast_sag", maxBlocks, putThreads},
+		{bc, 1 << 30, maxZeroCopyPeers + 1, "mscclpp_broadcast_sag", maxBlocks, putThreads},
+		{bc, 1 << 30, maxZeroCopyPeers + 2, "mscclpp_broadcast_put", maxBlocks, putThreads}, // the receivers would not fit
 	}
 	for _, tt := range tests {
-		p := chooseReduceScatter(tt.bytes, BFloat16, tt.nRanks, maxBlocks)
-		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
-		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
-		assert.Equal(t, tt.threads, p.threads, "%+v", tt)
-		assert.Equal(t, "mscclpp_reducescatter_"+tt.algo+"_bf16", p.kernel)
-		assert.False(t, p.zeroCopy())
+		p := tt.choose(tt.bytes, tt.nRanks)
+		what := fmt.Sprintf("%s, %d bytes, %d ranks", tt.kernel, tt.bytes, tt.nRanks)
+		assert.Equal(t, tt.kernel, p.kernel, what)
+		assert.Contains(t, p.kernel, "_"+p.algo, what)
+		assert.Equal(t, tt.blocks, p.blocks, what)
+		assert.Equal(t, tt.threads, p.threads, what)
+		assert.False(t, p.zeroCopy(), what)
 		if p.algo == AlgoPacket {
 			assert.LessOrEqual(t, tt.bytes, uint64(packetMaxBytes), "a packet slot holds what a rank sends a peer")
 		}
 	}
 	assert.Equal(t, 40, chooseReduceScatter(1<<30, Float32, 4, 40).blocks)
-}
-
-func TestChooseBroadcast(t *testing.T) {
-	tests := []struct {
-		bytes   uint64
-		nRanks  int
-		algo    string
-		blocks  int
-		threads int
-	}{
-		{1, 2, AlgoPacket, 1, packetThreads},
-		{512 << 10, 2, AlgoPacket, maxBlocks, packetThreads},
-		{256 << 10, 4, AlgoPacket, 64, packetThreads},
-		{512<<10 + 1, 2, AlgoPut, 17, putThreads},
-		{1 << 30, 2, AlgoPut, maxBlocks, putThreads},
-		{256<<10 + 1, 3, AlgoSAG, 9, putThreads},
-		{256<<10 + 1, 4, AlgoSAG, 9, putThreads},
-		{1 << 30, 8, AlgoSAG, maxBlocks, putThreads},
-		{1 << 30, maxZeroCopyPeers + 1, AlgoSAG, maxBlocks, putThreads},
-		{1 << 30, maxZeroCopyPeers + 2, AlgoPut, maxBlocks, putThreads}, // the receivers would not fit
-	}
-	for _, tt := range tests {
-		p := chooseBroadcast(tt.bytes, tt.nRanks, maxBlocks)
-		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
-		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
-		assert.Equal(t, tt.threads, p.threads, "%+v", tt)
-		assert.Equal(t, "mscclpp_broadcast_"+tt.algo, p.kernel)
-		assert.False(t, p.zeroCopy())
-	}
 	assert.Equal(t, 40, chooseBroadcast(1<<30, 4, 40).blocks)
 }

@@ -98,43 +98,19 @@ template <> struct Type<__nv_bfloat16> {
   static __nv_bfloat16 from(double v) { return __float2bfloat16(static_cast<float>(v)); }
   static double to(__nv_bfloat16 v) { return __bfloat162float(v); }
 };
-template <> struct Type<int32_t> {
-  static constexpr mscclppDataType_t id = mscclppInt32;
-  static constexpr const char* name = "int32";
-  static int32_t from(double v) { return static_cast<int32_t>(v); }
-  static double to(int32_t v) { return v; }
+// The integer types convert with static_cast both ways.
+template <typename T, mscclppDataType_t Id>
+struct IntegerType {
+  static constexpr mscclppDataType_t id = Id;
+  static T from(double v) { return static_cast<T>(v); }
+  static double to(T v) { return static_cast<double>(v); }
 };
-template <> struct Type<uint32_t> {
-  static constexpr mscclppDataType_t id = mscclppUint32;
-  static constexpr const char* name = "uint32";
-  static uint32_t from(double v) { return static_cast<uint32_t>(v); }
-  static double to(uint32_t v) { return v; }
-};
-
-template <> struct Type<int64_t> {
-  static constexpr mscclppDataType_t id = mscclppInt64;
-  static constexpr const char* name = "int64";
-  static int64_t from(double v) { return static_cast<int64_t>(v); }
-  static double to(int64_t v) { return static_cast<double>(v); }
-};
-template <> struct Type<uint64_t> {
-  static constexpr mscclppDataType_t id = mscclppUint64;
-  static constexpr const char* name = "uint64";
-  static uint64_t from(double v) { return static_cast<uint64_t>(v); }
-  static double to(uint64_t v) { return static_cast<double>(v); }
-};
-template <> struct Type<int8_t> {
-  static constexpr mscclppDataType_t id = mscclppInt8;
-  static constexpr const char* name = "int8";
-  static int8_t from(double v) { return static_cast<int8_t>(v); }
-  static double to(int8_t v) { return v; }
-};
-template <> struct Type<uint8_t> {
-  static constexpr mscclppDataType_t id = mscclppUint8;
-  static constexpr const char* name = "uint8";
-  static uint8_t from(double v) { return static_cast<uint8_t>(v); }
-  static double to(uint8_t v) { return v; }
-};
+template <> struct Type<int32_t> : IntegerType<int32_t, mscclppInt32> { static constexpr const char* name = "int32"; };
+template <> struct Type<uint32_t> : IntegerType<uint32_t, mscclppUint32> { static constexpr const char* name = "uint32"; };
+template <> struct Type<int64_t> : IntegerType<int64_t, mscclppInt64> { static constexpr const char* name = "int64"; };
+template <> struct Type<uint64_t> : IntegerType<uint64_t, mscclppUint64> { static constexpr const char* name = "uint64"; };
+template <> struct Type<int8_t> : IntegerType<int8_t, mscclppInt8> { static constexpr const char* name = "int8"; };
+template <> struct Type<uint8_t> : IntegerType<uint8_t, mscclppUint8> { static constexpr const char* name = "uint8"; };
 // The fp8 types only move (AllGather, Broadcast): their bytes are compared, as unsigned integers.
 template <mscclppDataType_t Id> struct Fp8 {
   uint8_t bits;
