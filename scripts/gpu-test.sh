@@ -187,8 +187,10 @@ nccl_build() { # nccl_build OUT FLAGS...: tests/nccl/ops.cu
 		-Xlinker "$(mpicxx --showme:link | sed 's/ /,/g')" 2>&1
 }
 if [ -f /usr/include/nccl.h ] && nccl_build "$bin/nccl_ops_real" -lnccl; then
+	# NCCL 2.28.3 alone (no layer) leaves the last 3 of 65539 float64 elements of an avg at 0 on one
+	# rank (H100, 2026-11-25): those cases are skipped where the real NCCL runs them.
 	run "nccl ops, 1 rank, NCCL program under LD_PRELOAD (fallback to the real NCCL)" 600 \
-		$mpirun -np 1 $preload -x OPS_NO_SKIP=1 "$bin/nccl_ops_real" quick
+		$mpirun -np 1 $preload -x OPS_NO_SKIP=1 -x OPS_SKIP="avg float64 n=65539" "$bin/nccl_ops_real" quick
 	if [ "$sharing" = 1 ]; then
 		run "nccl ops, $np ranks, NCCL program under LD_PRELOAD (native only)" 600 \
 			$mpirun -np "$np" $preload -x MSCCLPP_NCCL_FALLBACK=off "$bin/nccl_ops_real" quick

@@ -11,6 +11,7 @@
 //   enqueue: host time per call of 100 calls queued back to back (what the layer adds shows here);
 //   direct:  time per call of 100 calls, queued and waited for (nccl-tests' number);
 //   graph:   time per call of 100 calls captured in one CUDA graph and replayed.
+// The paths take turns round by round; each figure is the median of 50 rounds.
 // With ranks sharing a GPU only the enqueue column means anything.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -47,7 +48,7 @@ int g_rank = 0, g_nranks = 1;
   } while (0)
 
 constexpr int kCalls = 100;
-constexpr int kRounds = 20;  // each figure is the median of this many rounds
+constexpr int kRounds = 50;  // each figure is the median of this many rounds
 
 // One way to run the AllReduce: a name and a call that queues it on a stream.
 struct Path {
@@ -100,8 +101,8 @@ struct Figures {
   double enqueue, direct, graph;
 };
 
-Figures measure(const Path& p, const float* send, float* recv, size_t n, cudaStream_t st) {
-  std::vector<double> enq, dir, gr;
+// One path's graph of kCalls calls, captured after a warm-up.
+cudaGraphExec_t capture(const Path& p, const float* send, float* recv, size_t n, cudaStream_t st) {
   for (int i = 0; i < 10; i++) CHECK(p.call(send, recv, n, st), "%s failed", p.name.c_str());
   CUDA(cudaStreamSynchronize(st));
   cudaGraph_t graph;
@@ -110,26 +111,41 @@ Figures measure(const Path& p, const float* send, float* recv, size_t n, cudaStr
   for (int i = 0; i < kCalls; i++) CHECK(p.call(send, recv, n, st), "%s failed in capture", p.name.c_str());
   CUDA(cudaStreamEndCapture(st, &graph));
   CUDA(cudaGraphInstantiateWithFlags(&exec, graph, 0));
+  CUDA(cudaGraphDestroy(graph));
   CUDA(cudaGraphLaunch(exec, st));
   CUDA(cudaStreamSynchronize(st));
+  return exec;
+}
+
+// Every path's figures at one size. The paths take turns round by round, so that drift (clocks,
+// other processes) reaches them alike.
+std::vector<Figures> measure(const std::vector<Path>& paths, const float* send, float* recv, size_t n, cudaStream_t st) {
+  std::vector<cudaGraphExec_t> graphs;
+  for (const Path& p : paths) graphs.push_back(capture(p, send, recv, n, st));
+  std::vector<std::vector<double>> enq(paths.size()), dir(paths.size()), gr(paths.size());
   for (int round = 0; round < kRounds; round++) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = seconds();
-    for (int i = 0; i < kCalls; i++) p.call(send, recv, n, st);
-    double t1 = seconds();
-    CUDA(cudaStreamSynchronize(st));
-    double t2 = seconds();
-    enq.push_back((t1 - t0) / kCalls * 1e6);
-    dir.push_back((t2 - t0) / kCalls * 1e6);
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = seconds();
-    CUDA(cudaGraphLaunch(exec, st));
-    CUDA(cudaStreamSynchronize(st));
-    gr.push_back((seconds() - t0) / kCalls * 1e6);
+    for (size_t k = 0; k < paths.size(); k++) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = seconds();
+      for (int i = 0; i < kCalls; i++) paths[k].call(send, recv, n, st);
+      double t1 = seconds();
+      CUDA(cudaStreamSynchronize(st));
+      double t2 = seconds();
+      enq[k].push_back((t1 - t0) / kCalls * 1e6);
+      dir[k].push_back((t2 - t0) / kCalls * 1e6);
+      MPI_Barrier(MPI_COMM_WORLD);
+      t0 = seconds();
+      CUDA(cudaGraphLaunch(graphs[k], st));
+      CUDA(cudaStreamSynchronize(st));
+      gr[k].push_back((seconds() - t0) / kCalls * 1e6);
+    }
   }
-  CUDA(cudaGraphExecDestroy(exec));
-  CUDA(cudaGraphDestroy(graph));
-  return {median(enq), median(dir), median(gr)};
+  std::vector<Figures> f;
+  for (size_t k = 0; k < paths.size(); k++) {
+    CUDA(cudaGraphExecDestroy(graphs[k]));
+    f.push_back({median(enq[k]), median(dir[k]), median(gr[k])});
+  }
+  return f;
 }
 
 }  // namespace
@@ -180,8 +196,7 @@ int main(int argc, char** argv) {
     std::printf("%8s %4s %10s %10s %10s %14s\n", "bytes", "path", "enqueue", "direct", "graph", "enqueue-vs-0");
   }
   for (size_t bytes = 8; bytes <= maxBytes; bytes *= 4) {
-    std::vector<Figures> f;
-    for (const Path& p : paths) f.push_back(measure(p, send, recv, bytes / sizeof(float), st));
+    std::vector<Figures> f = measure(paths, send, recv, bytes / sizeof(float), st);
     if (g_rank == 0) {
       for (size_t i = 0; i < paths.size(); i++) {
         std::printf("%8zu %4zu %10.2f %10.2f %10.2f %+14.2f\n", bytes, i, f[i].enqueue, f[i].direct, f[i].graph,
