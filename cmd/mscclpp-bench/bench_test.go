@@ -655,3 +655,31 @@ func TestExpectedPerCollective(t *testing.T) {
 	assert.True(t, perRank(opReduceScatter))
 	assert.False(t, perRank(opBroadcast))
 }
+
+func TestNCCLLibOption(t *testing.T) {
+	o, err := parseOptions([]string{"--compare-nccl", "--nccl-lib", "/opt/nccl/libnccl.so.2"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "/opt/nccl/libnccl.so.2", o.ncclLib)
+	defer func(old string) { ncclLibOption = old }(ncclLibOption)
+	ncclLibOption = o.ncclLib
+	assert.Equal(t, "/opt/nccl/libnccl.so.2", ncclLibraryPath())
+}
+
+// This project's NCCL layer is refused before dlopen, which would start its Go runtime in this
+// one: a stand-in library that defines the layer's marker symbol, built with the C compiler.
+func TestNCCLLibRefusesThisProjectsLayer(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler")
+	}
+	dir := t.TempDir()
+	src, lib := filepath.Join(dir, "layer.c"), filepath.Join(dir, "libnccl.so.2")
+	require.NoError(t, os.WriteFile(src, []byte("const int mscclppNcclLayer = 22803;\n"), 0o644))
+	out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, src).CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.True(t, thisProjectsLayer(lib))
+	err = openNCCL(lib)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "this project's NCCL layer")
+	assert.False(t, thisProjectsLayer("/nonexistent/libnccl.so.2"))
+}

@@ -42,6 +42,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "mscclpp-bench:", err)
 		os.Exit(2)
 	}
+	ncclLibOption = opts.ncclLib
 	if err := ensureNVLSOff(); err != nil {
 		fmt.Fprintln(os.Stderr, "mscclpp-bench:", err)
 		os.Exit(2)

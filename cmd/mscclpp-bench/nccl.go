@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -56,8 +57,38 @@ var nccl struct {
 	err     error
 }
 
-// ncclLibraryPath is the file loadNCCL dlopens (MSCCLPP_NCCL_LIBRARY, see internal/config).
-func ncclLibraryPath() string { return config.NCCLLibrary.Get() }
+// ncclLibOption is --nccl-lib; main sets it before the first loadNCCL.
+var ncclLibOption string
+
+// ncclLibraryPath is the file loadNCCL dlopens: --nccl-lib, else MSCCLPP_NCCL_LIBRARY (see
+// internal/config).
+func ncclLibraryPath() string {
+	if ncclLibOption != "" {
+		return ncclLibOption
+	}
+	return config.NCCLLibrary.Get()
+}
+
+// thisProjectsLayer reports whether the file at path is this project's NCCL layer (it defines
+// mscclppNcclLayer, nccl/env.c): it links libmscclpp.so, whose Go runtime cannot be loaded into
+// this Go program. Files that cannot be read as ELF are left to dlopen to judge.
+func thisProjectsLayer(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return false
+	}
+	for _, s := range syms {
+		if s.Name == "mscclppNcclLayer" {
+			return true
+		}
+	}
+	return false
+}
 
 // loadNCCL loads NCCL on first use and caches the outcome for the life of the process. It makes
 // sure NVLink multicast (NVLS) stays off first: see ensureNVLSOff.
@@ -77,6 +108,10 @@ func loadNCCL() (version int, err error) {
 
 // openNCCL dlopens path and resolves the functions the benchmark calls.
 func openNCCL(path string) error {
+	if thisProjectsLayer(path) {
+		return fmt.Errorf("%s is this project's NCCL layer, which carries a Go runtime that a Go program cannot load: "+
+			"compare it with bench/nccl_overhead instead", path)
+	}
 	switch code, msg := ncclOpen(path); code {
 	case 0:
 		return nil

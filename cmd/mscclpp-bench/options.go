@@ -35,6 +35,9 @@ type options struct {
 	// register is -R: the library's collectives get the send and receive buffers registered
 	// (zero-copy for large messages); NCCL's calls use them unregistered.
 	register bool
+	// ncclLib is --nccl-lib: the NCCL-compatible library the nccl column drives ("" for
+	// MSCCLPP_NCCL_LIBRARY's).
+	ncclLib string
 }
 
 // compare reports whether both implementations run (--compare-nccl).
@@ -131,7 +134,10 @@ Run it under mpirun, one rank per GPU (GPU = rank % device count), for instance:
       mscclpp-bench -b 8 -e 1G -f 2 -op allreduce --compare-nccl -G 1
 
 NCCL_NVLS_ENABLE must be unset (the tool sets it to 0) or 0; any other value is refused.
-MSCCLPP_NCCL_LIBRARY names another NCCL library file than libnccl.so.2.
+--nccl-lib PATH (or MSCCLPP_NCCL_LIBRARY) names another NCCL-compatible library than libnccl.so.2.
+This project's own NCCL layer (libmscclpp_nccl.so) cannot be loaded here: it carries the library's
+Go runtime, and a Go program cannot load a second one. bench/nccl_overhead (a C program) compares
+it with the C API and the real NCCL instead.
 MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO force the library's algorithm (the header says so).
 -R 1 registers the send and receive buffers with the library (collectives.Comm.Register), so
 that its large calls run zero-copy; NCCL uses the same buffers unregistered.
@@ -172,6 +178,7 @@ func parseOptions(args []string, out io.Writer) (*options, error) {
 	compare := fs.Bool("compare-nccl", false, "measure NCCL too, on the same buffers and stream, and print both and their ratio")
 	ncclOnly := fs.Bool("nccl-only", false, "measure NCCL alone (same as -impl nccl)")
 	fs.IntVar(&o.graph, "G", 0, "CUDA graph mode: capture the -n calls into a graph and time `N` launches of it (0: direct calls)")
+	fs.StringVar(&o.ncclLib, "nccl-lib", "", "the NCCL-compatible library the nccl column drives (`PATH`; default MSCCLPP_NCCL_LIBRARY, else libnccl.so.2)")
 	register := fs.Int("R", 0, "register the buffers with the library for zero-copy collectives (0 or 1; NCCL's calls stay unregistered)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
