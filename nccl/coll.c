@@ -180,7 +180,14 @@ NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t 
   bool native;
   ncclComm_t real;
   const shimRealNccl* nccl;
-  CHECK(route(comm, shimReduce, false, call, &native, &real, &nccl));
+  CHECK(route(comm, shimReduce, nativeReducible(datatype) && nativeOp(op), call, &native, &real, &nccl));
+  if (native) {
+    /* An AllReduce whose result the other ranks write into a buffer of the communicator's. */
+    void* out = recvbuff;
+    if (comm->rank != root) CHECK(shimReduceBuffer(comm, call, count * typeSize(datatype), &out));
+    return shimGroupError(nativeResult(comm, call, mscclppAllReduce(sendbuff, out, count, (mscclppDataType_t)datatype,
+                                                                    (mscclppRedOp_t)op, comm->coll, stream)));
+  }
   return realResult(nccl->ncclReduce(sendbuff, recvbuff, count, datatype, op, root, real, stream));
 }
 

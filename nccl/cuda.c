@@ -73,6 +73,35 @@ bool shimSetDevice(int device) {
 
 bool shimSynchronize(void) { return driver() && shimCurrentContext() != NULL && drv.ctxSynchronize() == cudaSuccess_; }
 
+ncclResult_t shimReduceBuffer(ncclComm_t comm, const char* call, size_t bytes, void** out) {
+  if (bytes <= comm->reduceBufferBytes) {
+    *out = comm->reduceBuffer;
+    return ncclSuccess;
+  }
+  if (!driver() || shimCurrentContext() == NULL) {
+    return shimFail(ncclInvalidUsage, comm, call, "no CUDA context is current on this thread (cudaSetDevice first)");
+  }
+  /* Grow by doubling, so that sizes creeping up allocate rarely; the old buffer is freed after
+   * the GPU is done with it (cuMemFree waits). */
+  size_t grown = comm->reduceBufferBytes ? comm->reduceBufferBytes : 1u << 20;
+  while (grown < bytes) grown *= 2;
+  CUdeviceptr p = 0;
+  CUresult r = drv.memAlloc(&p, grown);
+  if (r != cudaSuccess_) {
+    return shimFail(ncclUnhandledCudaError, comm, call, "allocating the %zu-byte reduce buffer failed (CUDA error %d%s)", grown,
+                    r, "; inside a CUDA graph capture, run one call of this size before capturing");
+  }
+  shimFreeReduceBuffer(comm);
+  comm->reduceBuffer = (void*)(uintptr_t)p, comm->reduceBufferBytes = grown;
+  *out = comm->reduceBuffer;
+  return ncclSuccess;
+}
+
+void shimFreeReduceBuffer(ncclComm_t comm) {
+  if (comm->reduceBuffer != NULL && driver()) drv.memFree((CUdeviceptr)(uintptr_t)comm->reduceBuffer);
+  comm->reduceBuffer = NULL, comm->reduceBufferBytes = 0;
+}
+
 /* ncclMemAlloc rounds sizes up to this: the copy engines write into a peer's allocation of another
  * size at about four fifths of their speed (collectives.h). */
 #define memAllocAlign (2u << 20)

@@ -73,6 +73,9 @@ struct ncclComm {
   mscclppCollComm_t coll;   /* the native path; NULL when unavailable (nativeWhy says why) */
   char nativeWhy[256];
 
+  void* reduceBuffer;       /* where ncclReduce's result goes on the other ranks than the root */
+  size_t reduceBufferBytes;
+
   pthread_mutex_t mu;       /* guards real, the split counter and loggedKinds */
   ncclComm_t real;          /* the real NCCL's communicator, made on first need; NULL before */
   _Atomic uint32_t loggedKinds; /* kinds whose path has been logged */
@@ -120,6 +123,12 @@ bool shimSetContext(void* ctx);
 bool shimSetDevice(int device);
 /* Waits for the current context's work to finish. */
 bool shimSynchronize(void);
+/* A buffer of at least bytes for ncclReduce's result on the ranks other than the root, kept by
+ * comm and grown (in the current context) when a call needs more: the first call of a size
+ * allocates, so capture it in a CUDA graph only after such a call ran. */
+ncclResult_t shimReduceBuffer(ncclComm_t comm, const char* call, size_t bytes, void** out);
+/* Frees comm's reduce buffer. */
+void shimFreeReduceBuffer(ncclComm_t comm);
 
 /* ---- The real NCCL (real.c) ----------------------------------------------------------------- */
 
