@@ -48,7 +48,7 @@ static void commRelease(ncclComm_t comm, bool abort) {
 }
 
 static void commFree(ncclComm_t comm) {
-  comm->magic = 0;
+  comm->magic = SHIM_COMM_DEAD;
   pthread_mutex_destroy(&comm->mu);
   free(comm);
 }
@@ -457,7 +457,26 @@ NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
 }
 
 /* Destroy and abort: wait for a nonblocking init, then release everything. */
+static ncclResult_t commEnd(ncclComm_t comm, bool abort);
+
+/* An abort's teardown, on a thread of its own. */
+static void* abortThread(void* comm) {
+  commEnd(comm, true);
+  return NULL;
+}
+
 static ncclResult_t commEnd(ncclComm_t comm, bool abort) {
+  if (abort && comm->magic == SHIM_COMM_MAGIC) {
+    /* ncclCommAbort returns at once: the teardown waits for the GPU (freeing its memory does),
+     * which a kernel waiting for a dead peer holds until it traps (MSCCLPP_COLL_MAX_SPINS), and
+     * for a nonblocking init (the bootstrap timeout). Calls on the communicator fail from now. */
+    comm->magic = SHIM_COMM_DEAD;
+    pthread_t t;
+    if (pthread_create(&t, NULL, abortThread, comm) == 0) {
+      pthread_detach(t);
+      return ncclSuccess;
+    }
+  }
   pthread_mutex_lock(&comm->mu);
   if (comm->initThreadStarted) {
     pthread_join(comm->initThread, NULL);

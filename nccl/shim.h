@@ -56,12 +56,14 @@ ncclResult_t shimReadConfig(shimConfig* cfg, char* why, size_t whyLen);
 
 /* Marks an NCCL communicator of ours ("MSCCLNC1"); a real NCCL communicator starts otherwise. */
 #define SHIM_COMM_MAGIC 0x31434e4c4343534dULL
+/* Marks one of ours that was destroyed or aborted (while its memory is still there to read). */
+#define SHIM_COMM_DEAD 0x44434e4c4343534dULL
 
 /* Where a communicator's initialisation stands (nonblocking init runs on a thread). */
 typedef enum { shimInitRunning, shimInitDone } shimInitState;
 
 struct ncclComm {
-  uint64_t magic;  /* SHIM_COMM_MAGIC while alive; cleared when freed */
+  uint64_t magic;  /* SHIM_COMM_MAGIC while alive, SHIM_COMM_DEAD once destroyed or aborted */
   int rank, nranks;
   int device;      /* CUDA device ordinal; -1 when the native path is unavailable */
   shimConfig cfg;
@@ -212,6 +214,9 @@ bool shimInGroup(void);
   do {                                                                                                 \
     if (!shimIsOurs(comm)) {                                                                           \
       if ((comm) == NULL) return shimGroupError(shimFail(ncclInvalidArgument, NULL, call, "comm is NULL")); \
+      if ((comm)->magic == SHIM_COMM_DEAD) {                                                           \
+        return shimGroupError(shimFail(ncclInvalidUsage, NULL, call, "the communicator was destroyed or aborted")); \
+      }                                                                                                \
       char why_[512];                                                                                  \
       const shimRealNccl* r_ = shimReal(why_, sizeof(why_));                                           \
       if (r_ == NULL || r_->fn == NULL) {                                                              \
