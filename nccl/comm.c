@@ -276,13 +276,7 @@ static void* initAllThread(void* arg) {
 NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
   if (comms == NULL) return shimFail(ncclInvalidArgument, NULL, "ncclCommInitAll", "comms is NULL");
   if (ndev < 1) return shimFail(ncclInvalidArgument, NULL, "ncclCommInitAll", "ndev is %d (want at least 1)", ndev);
-  for (int i = 0; devlist != NULL && i < ndev; i++) {
-    for (int j = 0; j < i; j++) {
-      if (devlist[i] == devlist[j]) {
-        return shimFail(ncclInvalidUsage, NULL, "ncclCommInitAll", "device %d is listed twice", devlist[i]);
-      }
-    }
-  }
+  /* A device may be listed twice: this library lets ranks share a GPU (NCCL does not). */
   ncclUniqueId id;
   ncclResult_t res = ncclGetUniqueId(&id);
   if (res != ncclSuccess) return res;

@@ -7,7 +7,8 @@
 //   AlltoAll and Send/Recv (a ring, inside one group); every NCCL type but fp8; counts from 0 to
 //   about 4 Mi elements; in place and out of place; roots 0 and the last rank;
 //   a CUDA graph of one AllReduce captured and replayed 100 times;
-//   ncclCommSplit (even and odd ranks) and a nonblocking ncclCommInitRankConfig.
+//   ncclCommSplit (even and odd ranks), a nonblocking ncclCommInitRankConfig, and ncclCommInitAll
+//   of two ranks on each process's GPU.
 //
 // Inputs are small integers, exact in every type, and so are their sums and products over up to
 // 8 ranks, so results are compared exactly (avg within a rounding step). A call refused with
@@ -434,6 +435,40 @@ void nonblockingInit(const Ctx& x) {
   finish(c, res);
 }
 
+// ncclCommInitAll in each process: two ranks on this process's GPU, driven by one thread, their
+// AllReduces in one group (NCCL would refuse the shared GPU; this library allows it).
+void initAll(const Ctx& x) {
+  Case c{"ncclCommInitAll (2 ranks on one GPU) + grouped allreduce"};
+  int dev = 0;
+  CUDA(cudaGetDevice(&dev));
+  int devs[2] = {dev, dev};
+  ncclComm_t comms[2] = {nullptr, nullptr};
+  ncclResult_t res = ncclCommInitAll(comms, 2, devs);
+  if (res == ncclSuccess) {
+    const TypeInfo& t = kTypes[7];
+    Buffer a(t, 5000), b(t, 5000);
+    a.fill(1);
+    b.fill(2);
+    cudaStream_t s2;
+    CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    NCCL(ncclGroupStart());
+    ncclResult_t r0 = ncclAllReduce(a.dev, a.dev, 5000, t.type, ncclSum, comms[0], x.stream);
+    ncclResult_t r1 = ncclAllReduce(b.dev, b.dev, 5000, t.type, ncclSum, comms[1], s2);
+    ncclResult_t r2 = ncclGroupEnd();
+    res = r0 != ncclSuccess ? r0 : r1 != ncclSuccess ? r1 : r2;
+    if (res == ncclSuccess) {
+      CUDA(cudaStreamSynchronize(x.stream));
+      CUDA(cudaStreamSynchronize(s2));
+      a.download();
+      b.download();
+      for (size_t i = 0; i < 5000; i++) c.expect(i, a[i], 3), c.expect(i, b[i], 3);
+    }
+    CUDA(cudaStreamDestroy(s2));
+    for (ncclComm_t comm : comms) NCCL(ncclCommDestroy(comm));
+  }
+  finish(c, res);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -500,7 +535,8 @@ int main(int argc, char** argv) {
   graphReplay(x);
   split(x);
   nonblockingInit(x);
-  report("graph/split/nb");
+  initAll(x);
+  report("graph/split/nb/all");
 
   NCCL(ncclCommFinalize(x.comm));
   NCCL(ncclCommDestroy(x.comm));
