@@ -19,12 +19,16 @@
 #define mscclppAllGather capiConstDecl_mscclppAllGather
 #define mscclppReduceScatter capiConstDecl_mscclppReduceScatter
 #define mscclppBroadcast capiConstDecl_mscclppBroadcast
+#define mscclppSendRecv capiConstDecl_mscclppSendRecv
+#define mscclppAlltoAll capiConstDecl_mscclppAlltoAll
 #include <mscclpp/core.h>
 #include <mscclpp/collectives.h>
 #undef mscclppAllReduce
 #undef mscclppAllGather
 #undef mscclppReduceScatter
 #undef mscclppBroadcast
+#undef mscclppSendRecv
+#undef mscclppAlltoAll
 #undef mscclppBootstrapCreate
 #undef mscclppBootstrapSend
 #undef mscclppContextConnect

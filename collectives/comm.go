@@ -51,6 +51,7 @@ type Comm struct {
 	sems     []*core.Semaphore
 	ports    *ports     // the copy-engine path; nil with one rank
 	args     kernelArgs // the fields every call shares
+	p2pArgs  p2pArgs    // the fields every SendRecv and AlltoAll launch shares (p2p.go)
 
 	regTable cuda.DevicePtr                  // coll::Registration [maxRegistrations][nRanks]; 0 before the first
 	regSlots [maxRegistrations]*Registration // by table row; nil: free
@@ -95,9 +96,10 @@ func roundUp(n, to uint64) uint64 { return (n + to - 1) / to * to }
 
 // New builds this rank's Comm over comm on GPU device (a CUDA device ordinal). Collective: every
 // rank of comm calls it, each with its own GPU; it returns once every peer's side is ready or
-// ctx ends. It uses comm's connection tag 0 and semaphore tags [0, maxBlocks] with every peer,
-// and, once Register first binds a buffer to the port channels, a proxy goroutine (on its own OS
-// thread) for them, stopped by Close.
+// ctx ends. It uses comm's connection tag 0, semaphore tags [0, maxBlocks] and (for SendRecv and
+// AlltoAll) [p2pSemaphoreTag, p2pSemaphoreTag + 2*p2pLanes), memory tag p2pMemoryTag with every
+// peer, and, once Register first binds a buffer to the port channels, a proxy goroutine (on its
+// own OS thread) for them, stopped by Close.
 func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err error) {
 	if comm == nil {
 		return nil, fmt.Errorf("new collective communicator: nil communicator: %w", errs.ErrInvalidArgument)
@@ -150,6 +152,7 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 	if c.ports != nil {
 		c.args.Ports, c.args.PortRows = uintptr(c.ports.table), uint64(c.ports.rows)
 	}
+	c.p2pArgs.Rank, c.p2pArgs.NRanks, c.p2pArgs.MaxSpins = uint64(c.rank), uint64(c.nRanks), c.args.MaxSpins
 	c.log.Info("collective communicator ready", "gpu", device, "ranks", c.nRanks, "scratchBytes", lay.total,
 		"chunkBytes", lay.chunkBytes, "maxGrid", c.maxGrid, "took", time.Since(start).Round(time.Millisecond))
 	return c, nil
@@ -239,7 +242,7 @@ func (c *Comm) allocate(lay layout) error {
 	}
 	// Resolve every entry point now: nothing but the launch happens in a call (which may be
 	// inside a CUDA graph capture).
-	for _, name := range kernelNames() {
+	for _, name := range append(kernelNames(), p2pKernel) {
 		if _, err := c.function(name); err != nil {
 			return err
 		}
@@ -299,7 +302,8 @@ func (c *Comm) alloc(n int) (cuda.DevicePtr, error) {
 }
 
 // connect connects to every peer, exchanges the scratch buffers, builds a semaphore per (block,
-// peer), uploads the memory channels' device handles and builds the port channels.
+// peer), uploads the memory channels' device handles, builds the point-to-point state
+// (connectP2P: a p2p scratch and semaphores of its own) and the port channels.
 func (c *Comm) connect(ctx context.Context, lay layout) error {
 	cctx := c.comm.Context()
 	mine, err := cctx.RegisterMemory(c.scratch, lay.total, core.TransportP2P)
@@ -350,6 +354,9 @@ func (c *Comm) connect(ctx context.Context, lay layout) error {
 	scratch := make([]span, len(peers))
 	for i, m := range theirs {
 		scratch[i] = span{m.Data(), m.Size()}
+	}
+	if err := c.connectP2P(ctx, peers, conns); err != nil {
+		return err
 	}
 	return c.connectPorts(ctx, peers, conns, scratch)
 }

@@ -164,6 +164,14 @@ else
 	result "build collectives" 1
 fi
 
+# 4b. Send/Recv and AlltoAll (mscclppSendRecv, mscclppAlltoAll).
+src=tests/gpu/p2p/main.cu
+if build_cuda "$src" "$bin/p2p"; then
+	run "p2p" 300 $mpirun -np "$np" "$bin/p2p"
+else
+	result "build p2p" 1
+fi
+
 # 5. The Go API's example (built by `make gpu-bundle`).
 if [ -x "$build/bin/example-collectives" ]; then
 	run "Go example: collectives" 120 $mpirun -np "$np" "$build/bin/example-collectives"

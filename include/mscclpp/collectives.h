@@ -124,6 +124,33 @@ mscclppResult_t mscclppReduceScatter(const void* sendbuff, void* recvbuff, size_
 mscclppResult_t mscclppBroadcast(const void* sendbuff, void* recvbuff, size_t count, mscclppDataType_t datatype,
                                  int root, mscclppCollComm_t collComm, mscclppStream_t stream);
 
+/* ---- Point-to-point: Send/Recv and AlltoAll ----------------------------------------------------
+ * NCCL's meaning: the k-th send from rank a to rank b meets the k-th receive of rank b from rank a
+ * (same size in bytes), whatever other calls the two make in between; a call waits only for the
+ * peers it names. They move data through a scratch buffer of their own, apart from the
+ * collectives' (4 MiB of GPU memory per rank of the communicator, on every rank), and can be
+ * captured in CUDA graphs like them. */
+
+/* One send or receive of mscclppSendRecv. */
+typedef struct {
+  int peer;                    /* the rank sent to or received from (may be this rank) */
+  int isSend;                  /* 1: send count elements from buff; 0: receive them into buff */
+  void* buff;                  /* device memory of the communicator's GPU */
+  size_t count;                /* elements */
+  mscclppDataType_t datatype;  /* element type */
+} mscclppP2POp;
+
+/* Queues the nops sends and receives of ops as one launch on `stream`, NCCL's ncclSend/ncclRecv
+ * between ncclGroupStart/End: at most one send and one receive per peer and at most 16 peers per
+ * call (else mscclppInvalidArgument), all progressing together; a send to this rank needs a
+ * receive from it of the same size in the same call (a copy). */
+mscclppResult_t mscclppSendRecv(const mscclppP2POp* ops, int nops, mscclppCollComm_t collComm, mscclppStream_t stream);
+/* Sends block j of sendbuff (`count` elements at element j * count) to rank j and receives block
+ * i of recvbuff from rank i, on every rank (ncclAlltoAll); the buffers must not overlap. Queued
+ * on `stream`. */
+mscclppResult_t mscclppAlltoAll(const void* sendbuff, void* recvbuff, size_t count, mscclppDataType_t datatype,
+                                mscclppCollComm_t collComm, mscclppStream_t stream);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

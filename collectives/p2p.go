@@ -1,0 +1,341 @@
+package collectives
+
+import (
+	"context"
+	"fmt"
+	"structs"
+	"unsafe"
+
+	"github.com/mscclpp-go/mscclpp/channels"
+	"github.com/mscclpp-go/mscclpp/core"
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/errs"
+)
+
+// Point-to-point transfers (SendRecv, AlltoAll) run on state of their own, apart from the
+// collectives': a p2p scratch buffer per rank and one memory-channel semaphore pair per (ordered
+// pair of ranks, lane), built by New (connectP2P). Every ordered pair (sender s, receiver r) is a
+// stream of p2pLanes lanes; lane l owns two chunk slots of p2pChunkBytes in r's p2p scratch (the
+// region of sender s) and one semaphore pair, through which s says "chunk in slot" and r "slot
+// free". The semaphores' counters, in device memory, count the chunks of each lane over every
+// call, so chunk k goes to slot k&1 and waits for chunk k-2 to be freed: the sequencing is per
+// pair and lane, kept on the GPU (right in graph replays too), and needs no call counter. Both
+// sides cut a transfer into lanes and chunks from its byte count alone (p2pLanes), so the k-th
+// send from s to r meets the k-th receive of r from s, whatever other calls either made.
+//
+// The collectives never read or write the p2p scratch or its semaphores, and the p2p kernel never
+// touches theirs nor coll::State (calls, rounds): a collective after p2p calls sees exactly the
+// state it left, and no stale p2p data can be read as a collective's (their flags and semaphores
+// live elsewhere). A p2p sender may write into a receiver's p2p scratch while the receiver still
+// runs an earlier collective: the regions are disjoint, so that is harmless.
+const (
+	// maxP2PPeers is the most peers (this rank included) one launch serves: coll::kMaxP2PPeers.
+	maxP2PPeers = 16
+	// p2pLanes, p2pChunkBytes, p2pLaneMinBytes: coll::kP2PLanes, kP2PChunkBytes, kP2PLaneMinBytes.
+	p2pLanes        = 8
+	p2pChunkBytes   = 256 << 10
+	p2pLaneMinBytes = 64 << 10
+	// p2pThreads is coll::kP2PThreads.
+	p2pThreads = 1024
+	// p2pStreamBytes is one stream's region of the receiver's p2p scratch (coll::kP2PStreamBytes).
+	p2pStreamBytes = p2pLanes * 2 * p2pChunkBytes
+	// p2pSemaphoreTag is the first semaphore tag of the p2p lanes (the memory channels of the
+	// collectives use [0, maxBlocks), the port channels maxBlocks): lane l of the stream from
+	// the lower rank of a pair uses p2pSemaphoreTag + 2l, the other p2pSemaphoreTag + 2l + 1.
+	p2pSemaphoreTag = maxBlocks + 1
+	// p2pMemoryTag is the memory tag of the p2p scratch (the scratch uses 0, the registrations
+	// [registrationTag, registrationTag + maxRegistrations)).
+	p2pMemoryTag = registrationTag + maxRegistrations
+	// p2pKernel is the entry point of kernels/src/sendrecv.cu.
+	p2pKernel = "mscclpp_sendrecv"
+)
+
+// P2POp is one send or receive of SendRecv: Count elements of type Type from Buf to rank Peer
+// (Send) or from rank Peer into Buf. Peer may be this rank.
+type P2POp struct {
+	Peer  int
+	Send  bool
+	Buf   cuda.DevicePtr
+	Count int
+	Type  DataType
+}
+
+// p2pEntry mirrors coll::P2PEntry of kernels/src/sendrecv.cuh.
+type p2pEntry struct {
+	_         structs.HostLayout
+	Peer      uint64
+	Send      uintptr
+	Recv      uintptr
+	SendBytes uint64
+	RecvBytes uint64
+}
+
+// p2pArgs mirrors coll::P2PArgs, the one parameter of mscclpp_sendrecv: 8-byte fields, then
+// the entries (p2p_test.go checks the layout; the C++ side static_asserts it).
+type p2pArgs struct {
+	_        structs.HostLayout
+	Channels uintptr // MemoryChannelDeviceHandle [peer index][2 directions][p2pLanes]
+	Scratch  uintptr // this rank's p2p scratch
+	Rank     uint64
+	NRanks   uint64
+	MaxSpins int64
+	NEntries uint64
+	Entries  [maxP2PPeers]p2pEntry
+}
+
+const p2pArgsBytes = 48 + 40*maxP2PPeers
+
+func (a *p2pArgs) bytes() []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(a)), unsafe.Sizeof(*a))
+}
+
+// laneCount is coll::p2pLanes: the lanes of a transfer of `bytes` bytes (0 for none).
+func laneCount(bytes uint64) int {
+	return int(min(p2pLanes, (bytes+p2pLaneMinBytes-1)/p2pLaneMinBytes))
+}
+
+// p2pScratchBytes is the size of a rank's p2p scratch: a stream region per rank (its own unused,
+// so that a region's offset is the sender's rank).
+func p2pScratchBytes(nRanks int) uint64 {
+	return roundUp(uint64(nRanks)*p2pStreamBytes, peerAllocAlign)
+}
+
+// p2pPeer is what one call does with one peer.
+type p2pPeer struct {
+	send, recv           cuda.DevicePtr
+	sendBytes, recvBytes uint64
+	hasSend, hasRecv     bool
+}
+
+// SendRecv queues the sends and receives of ops as one launch on stream s and returns once it is
+// queued. NCCL's semantics: a call holds at most one send and one receive per peer (more are
+// refused with ErrInvalidArgument); its transfers with different peers progress together, so a
+// call may send to one peer and receive from another whose call does the same without deadlock;
+// a send to this rank needs a receive from this rank of the same size in the same call (a copy).
+// The k-th send from rank a to rank b meets the k-th receive of b from a, whatever other calls
+// (point-to-point or collective) the two made in between; the receive's count must be the send's
+// (in bytes). A call waits only for the peers it names, at most 16 (maxP2PPeers), this rank included.
+func (c *Comm) SendRecv(ops []P2POp, s cuda.Stream) error {
+	fail := func(err error) error { return fmt.Errorf("sendrecv of %d operations: %w", len(ops), err) }
+	peers, order, err := planSendRecv(ops, c.rank, c.nRanks)
+	if err != nil {
+		return fail(err)
+	}
+	if err := c.launchP2P(peers, order, s); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// planSendRecv checks ops and gathers them by peer: peers[r] is what the call does with rank r,
+// order the peers named, in the order of their first operation.
+func planSendRecv(ops []P2POp, rank, nRanks int) (map[int]*p2pPeer, []int, error) {
+	peers := map[int]*p2pPeer{}
+	var order []int
+	for i, op := range ops {
+		what := "receive from"
+		if op.Send {
+			what = "send to"
+		}
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("operation %d (%s rank %d, %d %s): %s: %w", i, what, op.Peer, op.Count, op.Type,
+				fmt.Sprintf(format, args...), errs.ErrInvalidArgument)
+		}
+		if op.Peer < 0 || op.Peer >= nRanks {
+			return nil, nil, bad("peer out of range [0, %d)", nRanks)
+		}
+		if err := checkCall(op.Buf, op.Buf, op.Count, op.Type); err != nil {
+			return nil, nil, bad("%v", err)
+		}
+		bytes := uint64(op.Count) * uint64(op.Type.Size())
+		p := peers[op.Peer]
+		if p == nil {
+			p = &p2pPeer{}
+			peers[op.Peer] = p
+			order = append(order, op.Peer)
+		}
+		if op.Send {
+			if p.hasSend {
+				return nil, nil, bad("a second send to the same peer in one call")
+			}
+			p.hasSend, p.send, p.sendBytes = true, op.Buf, bytes
+		} else {
+			if p.hasRecv {
+				return nil, nil, bad("a second receive from the same peer in one call")
+			}
+			p.hasRecv, p.recv, p.recvBytes = true, op.Buf, bytes
+		}
+	}
+	if len(order) > maxP2PPeers {
+		return nil, nil, fmt.Errorf("%d peers in one call, at most %d: %w", len(order), maxP2PPeers, errs.ErrInvalidArgument)
+	}
+	if self := peers[rank]; self != nil {
+		switch {
+		case self.hasSend != self.hasRecv:
+			return nil, nil, fmt.Errorf("a send to this rank needs a receive from it in the same call, and the reverse: %w",
+				errs.ErrInvalidArgument)
+		case self.sendBytes != self.recvBytes:
+			return nil, nil, fmt.Errorf("send to this rank of %d bytes, receive of %d: %w", self.sendBytes, self.recvBytes,
+				errs.ErrInvalidArgument)
+		case self.send != self.recv && overlap(self.send, self.recv, self.sendBytes, self.recvBytes):
+			return nil, nil, fmt.Errorf("send and receive buffers of this rank overlap without being the same: %w",
+				errs.ErrInvalidArgument)
+		}
+	}
+	return peers, order, nil
+}
+
+// AlltoAll sends block j of send (count elements of type dt at element j*count) to rank j and
+// receives block i of recv from rank i (the block of rank i's send for this rank), on every rank:
+// NCCL's ncclAlltoAll. Out of place only:
+// overlapping buffers are refused. Queued on stream s; returns once queued. With more than
+// maxP2PPeers ranks it is several launches, each with the peers at some distances around the ring
+// (rank + d receives from this rank, rank - d sends to it, for d in the launch's range), so that
+// every pair meets in the same launch on both sides.
+func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cuda.Stream) error {
+	fail := func(err error) error { return fmt.Errorf("alltoall of %d %s per rank: %w", count, dt, err) }
+	if err := checkCall(send, recv, count, dt); err != nil {
+		return fail(err)
+	}
+	bytes := uint64(count) * uint64(dt.Size())
+	if count > 0 && overlap(send, recv, bytes*uint64(c.nRanks), bytes*uint64(c.nRanks)) {
+		return fail(fmt.Errorf("send and receive buffers overlap (AlltoAll is out of place): %w", errs.ErrInvalidArgument))
+	}
+	if count == 0 {
+		return nil
+	}
+	for _, group := range alltoAllGroups(c.rank, c.nRanks) {
+		peers := map[int]*p2pPeer{}
+		var order []int
+		for _, g := range group {
+			at := func(base cuda.DevicePtr, r int) cuda.DevicePtr { return base + cuda.DevicePtr(uint64(r)*bytes) }
+			if peers[g.to] == nil {
+				peers[g.to], order = &p2pPeer{}, append(order, g.to)
+			}
+			to := peers[g.to]
+			to.hasSend, to.send, to.sendBytes = true, at(send, g.to), bytes
+			if peers[g.from] == nil {
+				peers[g.from], order = &p2pPeer{}, append(order, g.from)
+			}
+			from := peers[g.from]
+			from.hasRecv, from.recv, from.recvBytes = true, at(recv, g.from), bytes
+		}
+		if err := c.launchP2P(peers, order, s); err != nil {
+			return fail(err)
+		}
+	}
+	return nil
+}
+
+// ringStep is one distance d of AlltoAll: send to rank + d, receive from rank - d.
+type ringStep struct{ to, from int }
+
+// alltoAllGroups cuts AlltoAll's distances 0 .. nRanks-1 into launches naming at most maxP2PPeers
+// peers each: distances [0, maxP2PPeers/2) first (each names two peers, one at 0), and so on;
+// with nRanks <= maxP2PPeers, one launch of every distance.
+func alltoAllGroups(rank, nRanks int) [][]ringStep {
+	per := maxP2PPeers / 2
+	if nRanks <= maxP2PPeers {
+		per = nRanks
+	}
+	var groups [][]ringStep
+	for d0 := 0; d0 < nRanks; d0 += per {
+		var g []ringStep
+		for d := d0; d < min(d0+per, nRanks); d++ {
+			g = append(g, ringStep{to: (rank + d) % nRanks, from: (rank - d + nRanks) % nRanks})
+		}
+		groups = append(groups, g)
+	}
+	return groups
+}
+
+// p2pLaunch builds the kernel's argument for the peers (in order) and its grid: one block per
+// (peer, direction, lane) item up to maxGrid, at least one; items is 0 when nothing moves.
+func p2pLaunch(base p2pArgs, peers map[int]*p2pPeer, order []int, rank, maxGrid int) (a p2pArgs, items int) {
+	a = base
+	for _, r := range order {
+		p := peers[r]
+		if r == rank {
+			p.recvBytes = p.sendBytes // checked equal; the copy is counted once
+		}
+		if p.sendBytes == 0 && p.recvBytes == 0 {
+			continue // nothing moves: a zero-count transfer changes no state, on either side
+		}
+		a.Entries[a.NEntries] = p2pEntry{Peer: uint64(r), Send: uintptr(p.send), Recv: uintptr(p.recv),
+			SendBytes: p.sendBytes, RecvBytes: p.recvBytes}
+		a.NEntries++
+		items += laneCount(p.sendBytes)
+		if r != rank {
+			items += laneCount(p.recvBytes)
+		}
+	}
+	return a, items
+}
+
+// launchP2P queues one launch of the p2p kernel for the peers (in order; at most maxP2PPeers).
+func (c *Comm) launchP2P(peers map[int]*p2pPeer, order []int, s cuda.Stream) error {
+	a, items := p2pLaunch(c.p2pArgs, peers, order, c.rank, c.maxGrid)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if items == 0 {
+		return nil
+	}
+	f, ok := c.funcs[p2pKernel]
+	if !ok {
+		return fmt.Errorf("kernel %s was not loaded: %w", p2pKernel, errs.ErrInternal)
+	}
+	return cuda.LaunchKernelInContext(c.pctx, f, uint32(min(items, max(c.maxGrid, 1))), p2pThreads, s, a.bytes())
+}
+
+// connectP2P allocates and exchanges the p2p scratch, builds a semaphore per (peer, direction,
+// lane) and uploads their channels' device handles; it fills c.p2pArgs' shared fields. peers and
+// conns are the peers' ranks and connections, by peer index.
+func (c *Comm) connectP2P(ctx context.Context, peers []int, conns []*core.Connection) error {
+	size := p2pScratchBytes(c.nRanks)
+	var scratch cuda.DevicePtr
+	if err := c.onGPU(func() (err error) { scratch, err = c.alloc(int(size)); return err }); err != nil {
+		return fmt.Errorf("p2p scratch of %d bytes: %w", size, err)
+	}
+	c.p2pArgs.Scratch = uintptr(scratch)
+	mine, err := c.comm.Context().RegisterMemory(scratch, size, core.TransportP2P)
+	if err != nil {
+		return fmt.Errorf("register p2p scratch: %w", err)
+	}
+	theirs, err := c.exchangeMemory(ctx, mine, p2pMemoryTag)
+	if err != nil {
+		return fmt.Errorf("exchange p2p scratch: %w", err)
+	}
+	// Futures in [peer index][direction][lane] order, the order of the device handles.
+	futures := make([]core.Future[*core.Semaphore], 0, len(peers)*2*p2pLanes)
+	for i, r := range peers {
+		for dir := range 2 { // 0: this rank sends to r; 1: r sends to this rank
+			lowerSends := (dir == 0) == (c.rank < r)
+			for lane := range p2pLanes {
+				tag := p2pSemaphoreTag + 2*lane
+				if !lowerSends {
+					tag++
+				}
+				futures = append(futures, c.comm.BuildSemaphore(conns[i], r, tag))
+			}
+		}
+	}
+	handles := make([]channels.MemoryChannelDeviceHandle, len(futures))
+	for k, f := range futures {
+		p := k / (2 * p2pLanes)
+		sem, err := f.Get(ctx)
+		if err != nil {
+			return fmt.Errorf("p2p semaphore of lane %d with rank %d: %w", k%p2pLanes, peers[p], err)
+		}
+		c.sems = append(c.sems, sem)
+		handles[k] = channels.NewMemoryChannel(sem, theirs[peers[p]], mine, scratch).DeviceHandle()
+	}
+	ch, err := uploadNew(c, handles)
+	if err != nil {
+		return fmt.Errorf("p2p channel handles: %w", err)
+	}
+	c.p2pArgs.Channels = uintptr(ch)
+	return nil
+}

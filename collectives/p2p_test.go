@@ -1,0 +1,219 @@
+package collectives
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/kernels"
+)
+
+// TestP2PArgsLayout: 8-byte fields at 8*i, then maxP2PPeers entries of five 8-byte fields, as
+// coll::P2PArgs declares them (the C++ side static_asserts the sizes and the entries' offset).
+func TestP2PArgsLayout(t *testing.T) {
+	var a p2pArgs
+	assert.Equal(t, uintptr(p2pArgsBytes), unsafe.Sizeof(a))
+	assert.Len(t, a.bytes(), p2pArgsBytes)
+	assert.Equal(t, uintptr(48), unsafe.Offsetof(a.Entries))
+	check := func(typ reflect.Type, skip string) {
+		off := uintptr(0)
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			if f.Name == "_" || f.Name == skip {
+				continue
+			}
+			assert.Equal(t, off, f.Offset, f.Name)
+			assert.Equal(t, uintptr(8), f.Type.Size(), f.Name)
+			off += 8
+		}
+	}
+	check(reflect.TypeOf(a), "Entries")
+	check(reflect.TypeOf(p2pEntry{}), "")
+	assert.Equal(t, uintptr(40), unsafe.Sizeof(p2pEntry{}))
+}
+
+// TestP2PKernelIsInItsModule: the entry point SendRecv launches is in module sendrecv.
+func TestP2PKernelIsInItsModule(t *testing.T) {
+	mods, err := kernels.Modules()
+	require.NoError(t, err)
+	names := make([]string, len(mods))
+	for i, m := range mods {
+		names[i] = m.Name
+	}
+	i, ok := moduleFor(p2pKernel, names)
+	require.True(t, ok)
+	assert.Equal(t, "sendrecv", names[i])
+	ptx, err := os.ReadFile(filepath.Join("..", "kernels", "ptx", "sendrecv.ptx"))
+	require.NoError(t, err)
+	assert.Contains(t, string(ptx), ".entry "+p2pKernel+"(")
+}
+
+func TestLaneCount(t *testing.T) {
+	for _, tt := range []struct {
+		bytes uint64
+		lanes int
+	}{
+		{0, 0}, {1, 1}, {p2pLaneMinBytes, 1}, {p2pLaneMinBytes + 1, 2}, {3 * p2pLaneMinBytes, 3},
+		{8 * p2pLaneMinBytes, 8}, {8*p2pLaneMinBytes + 1, 8}, {1 << 30, 8},
+	} {
+		assert.Equal(t, tt.lanes, laneCount(tt.bytes), "%d bytes", tt.bytes)
+	}
+	assert.Equal(t, uint64(4<<20), p2pScratchBytes(1))
+	assert.Equal(t, uint64(8<<20), p2pScratchBytes(2))
+	assert.Equal(t, uint64(p2pStreamBytes), uint64(4<<20))
+}
+
+// TestPlanSendRecvRefusals: what SendRecv refuses before it queues anything (rank 1 of 4).
+func TestPlanSendRecvRefusals(t *testing.T) {
+	const p = cuda.DevicePtr(0x10000)
+	send := func(peer int, buf cuda.DevicePtr, n int, dt DataType) P2POp {
+		return P2POp{Peer: peer, Send: true, Buf: buf, Count: n, Type: dt}
+	}
+	recv := func(peer int, buf cuda.DevicePtr, n int, dt DataType) P2POp {
+		return P2POp{Peer: peer, Buf: buf, Count: n, Type: dt}
+	}
+	many := make([]P2POp, 0, 17)
+	for r := range 17 {
+		many = append(many, send(r, p, 1, Int8))
+	}
+	tests := []struct {
+		name string
+		ops  []P2POp
+		want string
+	}{
+		{"peer too large", []P2POp{send(4, p, 1, Float32)}, "peer out of range"},
+		{"negative peer", []P2POp{recv(-1, p, 1, Float32)}, "peer out of range"},
+		{"bad type", []P2POp{send(0, p, 1, DataType(12))}, "unsupported data type"},
+		{"negative count", []P2POp{recv(0, p, -1, Float32)}, "negative count"},
+		{"NULL buffer", []P2POp{send(0, 0, 1, Float32)}, "NULL buffer"},
+		{"misaligned", []P2POp{recv(0, p+2, 1, Float32)}, "not aligned"},
+		{"two sends to one peer", []P2POp{send(0, p, 1, Float32), recv(0, p, 1, Float32), send(0, p+64, 0, Float32)},
+			"a second send to the same peer"},
+		{"two receives from one peer", []P2POp{recv(2, p, 1, Float32), recv(2, p+64, 1, Float32)},
+			"a second receive from the same peer"},
+		{"send to self alone", []P2POp{send(1, p, 4, Float32)}, "needs a receive from it"},
+		{"receive from self alone", []P2POp{recv(1, p, 4, Float32), send(0, p, 4, Float32)}, "needs a receive from it"},
+		{"self sizes differ", []P2POp{send(1, p, 4, Float32), recv(1, p+64, 3, Float32)}, "receive of 12"},
+		{"self buffers overlap", []P2POp{send(1, p, 4, Float32), recv(1, p+4, 4, Float32)}, "overlap"},
+		{"too many peers", many, "17 peers in one call"},
+	}
+	for _, tt := range tests {
+		nRanks := 4
+		if tt.name == "too many peers" {
+			nRanks = 32
+		}
+		_, _, err := planSendRecv(tt.ops, 1, nRanks)
+		require.Error(t, err, tt.name)
+		assert.ErrorIs(t, err, errs.ErrInvalidArgument, tt.name)
+		assert.Contains(t, err.Error(), tt.want, tt.name)
+	}
+}
+
+// TestPlanSendRecv: what is accepted, gathered per peer in the order of first appearance, and
+// what the launch then holds: zero-byte peers left out, a copy to self counted once.
+func TestPlanSendRecv(t *testing.T) {
+	const p = cuda.DevicePtr(0x10000)
+	tests := []struct {
+		name    string
+		ops     []P2POp
+		order   []int
+		entries []p2pEntry
+		items   int
+	}{
+		{"nothing", nil, nil, nil, 0},
+		{"ring step", []P2POp{
+			{Peer: 2, Send: true, Buf: p, Count: 100, Type: Float32},
+			{Peer: 0, Buf: p + 4096, Count: 100, Type: Float32},
+		}, []int{2, 0}, []p2pEntry{
+			{Peer: 2, Send: uintptr(p), SendBytes: 400},
+			{Peer: 0, Recv: uintptr(p + 4096), RecvBytes: 400},
+		}, 2},
+		{"exchange with one peer, large", []P2POp{
+			{Peer: 3, Buf: p, Count: 1 << 20, Type: Float32},
+			{Peer: 3, Send: true, Buf: p + 8<<20, Count: 1 << 20, Type: Float32},
+		}, []int{3}, []p2pEntry{
+			{Peer: 3, Send: uintptr(p + 8<<20), Recv: uintptr(p), SendBytes: 4 << 20, RecvBytes: 4 << 20},
+		}, 16},
+		{"self copy, in place allowed", []P2POp{
+			{Peer: 1, Send: true, Buf: p, Count: 3, Type: Float64},
+			{Peer: 1, Buf: p, Count: 3, Type: Float64},
+		}, []int{1}, []p2pEntry{{Peer: 1, Send: uintptr(p), Recv: uintptr(p), SendBytes: 24, RecvBytes: 24}}, 1},
+		{"zero counts match but move nothing", []P2POp{
+			{Peer: 0, Send: true, Buf: 0, Count: 0, Type: Int8},
+			{Peer: 2, Buf: p + 1, Count: 5, Type: Uint8},
+		}, []int{0, 2}, []p2pEntry{{Peer: 2, Recv: uintptr(p + 1), RecvBytes: 5}}, 1},
+		{"a type per operation", []P2POp{
+			{Peer: 0, Send: true, Buf: p, Count: 3, Type: BFloat16},
+			{Peer: 0, Buf: p + 64, Count: 1, Type: Int64},
+		}, []int{0}, []p2pEntry{{Peer: 0, Send: uintptr(p), Recv: uintptr(p + 64), SendBytes: 6, RecvBytes: 8}}, 2},
+	}
+	for _, tt := range tests {
+		peers, order, err := planSendRecv(tt.ops, 1, 4)
+		require.NoError(t, err, tt.name)
+		assert.Equal(t, tt.order, order, tt.name)
+		a, items := p2pLaunch(p2pArgs{Rank: 1, NRanks: 4}, peers, order, 1, maxBlocks)
+		assert.Equal(t, tt.items, items, tt.name)
+		require.Equal(t, uint64(len(tt.entries)), a.NEntries, tt.name)
+		for i, e := range tt.entries {
+			assert.Equal(t, e, a.Entries[i], "%s: entry %d", tt.name, i)
+		}
+		assert.Equal(t, uint64(1), a.Rank)
+	}
+}
+
+// TestAlltoAllGroups: every rank sends to and receives from every rank once; a launch names at
+// most maxP2PPeers peers; and the send from a to b sits in the same launch on a as the receive
+// of b from a does on b, so every pair meets in the same launch.
+func TestAlltoAllGroups(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 8, 16, 17, 31, 40} {
+		groupOfSend := map[[2]int]int{}
+		groupOfRecv := map[[2]int]int{}
+		for r := range n {
+			groups := alltoAllGroups(r, n)
+			if n <= maxP2PPeers {
+				assert.Len(t, groups, 1, "n=%d", n)
+			}
+			for g, steps := range groups {
+				named := map[int]bool{}
+				for _, s := range steps {
+					named[s.to], named[s.from] = true, true
+					_, dup := groupOfSend[[2]int{r, s.to}]
+					assert.False(t, dup, "n=%d: %d sends to %d twice", n, r, s.to)
+					groupOfSend[[2]int{r, s.to}] = g
+					groupOfRecv[[2]int{s.from, r}] = g
+				}
+				assert.LessOrEqual(t, len(named), maxP2PPeers, "n=%d rank %d group %d", n, r, g)
+			}
+		}
+		assert.Len(t, groupOfSend, n*n, "n=%d", n)
+		assert.Equal(t, groupOfSend, groupOfRecv, "n=%d", n)
+	}
+}
+
+// TestP2PCallsRefused: SendRecv and AlltoAll check their arguments before the Comm's state (a
+// closed Comm then says ErrClosed; an empty call is a no-op).
+func TestP2PCallsRefused(t *testing.T) {
+	c := &Comm{rank: 1, nRanks: 2, closed: true}
+	const p = cuda.DevicePtr(0x10000)
+	err := c.SendRecv([]P2POp{{Peer: 2, Send: true, Buf: p, Count: 1, Type: Float32}}, cuda.Stream{})
+	assert.ErrorIs(t, err, errs.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "sendrecv of 1 operations")
+	assert.ErrorIs(t, c.SendRecv([]P2POp{{Peer: 0, Buf: p, Count: 1, Type: Float32}}, cuda.Stream{}), ErrClosed)
+	assert.ErrorIs(t, c.SendRecv(nil, cuda.Stream{}), ErrClosed)
+	assert.ErrorIs(t, c.AlltoAll(p, p+8, 4, Float32, cuda.Stream{}), errs.ErrInvalidArgument, "overlapping")
+	assert.ErrorIs(t, c.AlltoAll(p, p, 4, Float32, cuda.Stream{}), errs.ErrInvalidArgument, "in place")
+	assert.ErrorIs(t, c.AlltoAll(p, p+32, 4, Float32, cuda.Stream{}), ErrClosed, "right after send")
+	assert.ErrorIs(t, c.AlltoAll(p, p+32, 4, DataType(-1), cuda.Stream{}), errs.ErrInvalidArgument)
+	assert.ErrorIs(t, c.AlltoAll(p+1, p+32, 4, Float32, cuda.Stream{}), errs.ErrInvalidArgument, "misaligned")
+	assert.NoError(t, c.AlltoAll(0, 0, 0, Float32, cuda.Stream{}), "count 0 is a no-op")
+	open := &Comm{rank: 0, nRanks: 2}
+	assert.NoError(t, open.SendRecv([]P2POp{{Peer: 1, Send: true, Count: 0, Type: Int8}}, cuda.Stream{}),
+		"a zero-count call launches nothing")
+}

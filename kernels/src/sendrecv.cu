@@ -1,0 +1,116 @@
+// sendrecv.cu: Send/Recv with any set of peers in one launch (and AlltoAll, which is one such
+// launch with every peer), through the receivers' p2p scratch (see sendrecv.cuh).
+//
+// The launch's work items are (entry, direction, lane) triples, dealt round robin to the blocks.
+// A block does not finish one item before the next: it sweeps over its items and moves a chunk
+// of each one that can move (a send whose slot the receiver has freed, a receive whose chunk has
+// landed), polling the semaphores instead of waiting on them, so that every transfer of the launch
+// progresses together whatever the grid's size: a ring in which every rank sends to its right and
+// receives from its left in one launch cannot deadlock, not even on a grid of one block. Sending
+// a chunk: every thread stores into the slot of the receiver's scratch, __syncthreads, thread 0
+// signals (release, cumulative through bar.sync). Receiving: thread 0 polls (acquire),
+// __syncthreads, every thread copies the slot out, __syncthreads, thread 0 signals the slot free
+// (release: the reads are done before the sender may overwrite). A copy to this rank (peer ==
+// rank) is a plain copy. Nothing here touches coll::State or the collectives' scratch and
+// semaphores: the collectives' calls counter and rounds stay what they were.
+#include "sendrecv.cuh"
+
+namespace coll {
+
+__device__ __forceinline__ void sendRecv(const P2PArgs& a) {
+  __shared__ uint32_t items[kP2PMaxItems];  // this block's items: entry << 16 | direction << 8 | lane
+  __shared__ uint32_t done[kP2PMaxItems];   // chunks of each item moved in this launch
+  __shared__ uint32_t total[kP2PMaxItems];  // chunks of each item (a copy to this rank: 1)
+  __shared__ uint32_t nItems;
+  __shared__ uint32_t go;    // thread 0's verdict for the current item: it can move a chunk
+  __shared__ uint32_t slot;  // and the slot that chunk uses
+  if (threadIdx.x == 0) {
+    uint32_t i = 0, n = 0;
+    for (uint32_t e = 0; e < a.nEntries; ++e) {
+      const P2PEntry& en = a.entries[e];
+      for (uint32_t dir = kP2PSend; dir <= kP2PRecv; ++dir) {
+        if (dir == kP2PRecv && en.peer == a.rank) continue;  // the copy is the send's
+        const uint64_t bytes = dir == kP2PSend ? en.sendBytes : en.recvBytes;
+        for (uint32_t lane = 0; lane < p2pLanes(bytes); ++lane, ++i) {
+          if (i % gridDim.x != blockIdx.x) continue;
+          items[n] = e << 16 | dir << 8 | lane;
+          done[n] = 0;
+          const uint64_t len = p2pLaneBytes(bytes, lane);
+          total[n] = en.peer == a.rank ? (len > 0 ? 1 : 0) : uint32_t(ceilDiv(len, kP2PChunkBytes));
+          ++n;
+        }
+      }
+    }
+    nItems = n;
+  }
+  __syncthreads();
+  const uint32_t n = nItems;
+  int64_t idle = 0;
+  for (;;) {
+    bool left = false, moved = false;  // uniform: from shared memory read after a barrier
+    for (uint32_t j = 0; j < n; ++j) {
+      const uint32_t c = done[j];
+      if (c == total[j]) continue;
+      left = true;
+      const P2PEntry& en = a.entries[items[j] >> 16];
+      const uint32_t dir = (items[j] >> 8) & 0xff;
+      const uint32_t lane = items[j] & 0xff;
+      const uint64_t bytes = dir == kP2PSend ? en.sendBytes : en.recvBytes;
+      const uint64_t begin = p2pLaneBegin(bytes, lane);
+      const uint64_t len = p2pLaneBytes(bytes, lane);
+      if (en.peer == a.rank) {
+        copyBytes(static_cast<char*>(en.recv) + begin, static_cast<const char*>(en.send) + begin, len, threadIdx.x,
+                  blockDim.x);
+        __syncthreads();
+        if (threadIdx.x == 0) done[j] = 1;
+        moved = true;
+        __syncthreads();
+        continue;
+      }
+      mscclppMemoryChannelDeviceHandle ch = p2pChannel(a, en.peer, dir, lane);
+      if (threadIdx.x == 0) {
+        if (dir == kP2PSend) {
+          // Chunks sent on this lane so far (every call) and slot frees consumed: at most 2 in flight.
+          const uint64_t sent = *ch.semaphore.outboundToken;
+          go = sent - *ch.semaphore.expectedInboundToken < 2 || ch.semaphore.poll();
+          slot = sent & 1;
+        } else {
+          go = ch.semaphore.poll();  // consumes chunk number *expectedInboundToken - 1 of the lane
+          slot = (*ch.semaphore.expectedInboundToken - 1) & 1;
+        }
+      }
+      __syncthreads();
+      if (go) {
+        const uint64_t off = begin + uint64_t(c) * kP2PChunkBytes;
+        const uint64_t m = len - uint64_t(c) * kP2PChunkBytes < kP2PChunkBytes ? len - uint64_t(c) * kP2PChunkBytes
+                                                                              : kP2PChunkBytes;
+        if (dir == kP2PSend) {
+          copyBytes(static_cast<char*>(ch.dst) + p2pSlotOffset(a.rank, lane, slot),
+                    static_cast<const char*>(en.send) + off, m, threadIdx.x, blockDim.x);
+        } else {
+          copyBytes(static_cast<char*>(en.recv) + off, a.scratch + p2pSlotOffset(en.peer, lane, slot), m, threadIdx.x,
+                    blockDim.x);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+          ch.semaphore.signal();  // sent: the chunk is in the slot; received: the slot is free
+          done[j] = c + 1;
+        }
+        moved = true;
+      }
+      __syncthreads();
+    }
+    if (!left) break;
+    if (moved) {
+      idle = 0;
+    } else if (a.maxSpins >= 0 && ++idle > a.maxSpins) {
+      __trap();  // a peer never came: an error on the stream rather than a hang
+    }
+  }
+}
+
+}  // namespace coll
+
+extern "C" __global__ void __launch_bounds__(coll::kP2PThreads) mscclpp_sendrecv(const coll::P2PArgs args) {
+  coll::sendRecv(args);
+}

@@ -1,0 +1,91 @@
+// sendrecv.cuh: point-to-point transfers (Send/Recv, AlltoAll): their kernel argument, which is
+// not coll::Args, and the layout of the point-to-point scratch. Mirrored on the host by
+// collectives/p2p.go.
+//
+// Every ordered pair of ranks (sender s, receiver r) is a stream of kP2PLanes lanes. Lane l of a
+// stream owns two chunk slots in r's p2p scratch (a buffer of its own, apart from the collectives'
+// scratch) and one memory-channel semaphore pair (built for the p2p only): s signals "chunk in
+// slot" into r, r signals "slot free again" back into s. The semaphores' own counters, kept in
+// device memory across calls and graph replays, are the stream's sequence numbers: chunk k of a
+// lane (counted over every call) goes to slot k & 1, and s writes it only once r has freed chunk
+// k - 2. Sender and receiver cut a transfer into lanes and chunks from its byte count alone, so the
+// k-th send from s to r meets the k-th receive of r from s whatever else either rank did in
+// between (calls with other peers touch other streams; the collectives touch none of this).
+#ifndef MSCCLPP_KERNELS_SENDRECV_CUH_
+#define MSCCLPP_KERNELS_SENDRECV_CUH_
+
+#include "common.cuh"
+
+namespace coll {
+
+// The most peers (this rank included) one launch serves; must equal collectives.maxP2PPeers.
+constexpr uint32_t kMaxP2PPeers = 16;
+// Lanes per stream, the bytes of one chunk slot, and the fewest bytes a lane gets before a
+// transfer takes another; must equal collectives.p2pLanes, p2pChunkBytes and p2pLaneMinBytes.
+constexpr uint32_t kP2PLanes = 8;
+constexpr uint64_t kP2PChunkBytes = 256 << 10;
+constexpr uint64_t kP2PLaneMinBytes = 64 << 10;
+// Block size; must equal collectives.p2pThreads.
+constexpr uint32_t kP2PThreads = 1024;
+// The most (peer, direction, lane) work items of one launch.
+constexpr uint32_t kP2PMaxItems = kMaxP2PPeers * 2 * kP2PLanes;
+// Bytes of one stream's region in the receiver's p2p scratch: kP2PLanes x 2 slots.
+constexpr uint64_t kP2PStreamBytes = kP2PLanes * 2 * kP2PChunkBytes;
+
+// What this rank does with one peer in a launch: send sendBytes from send and receive recvBytes
+// into recv (0: nothing in that direction). peer == rank: a copy from send to recv (sendBytes ==
+// recvBytes).
+struct P2PEntry {
+  uint64_t peer;
+  const void* send;
+  void* recv;
+  uint64_t sendBytes;
+  uint64_t recvBytes;
+};
+
+// The one parameter of mscclpp_sendrecv, by value (8-byte fields only, mirrored by
+// collectives.p2pArgs).
+struct P2PArgs {
+  // [peer index][direction][lane]: kP2PSend is the stream from this rank to the peer, kP2PRecv
+  // the one from the peer; dst is the peer's p2p scratch.
+  const mscclppMemoryChannelDeviceHandle* channels;
+  char* scratch;        // this rank's p2p scratch: one region of kP2PStreamBytes per sending rank
+  uint64_t rank;
+  uint64_t nRanks;
+  int64_t maxSpins;     // bound of the polling loop's idle sweeps (see mscclpp/device.h)
+  uint64_t nEntries;    // entries used
+  P2PEntry entries[kMaxP2PPeers];
+};
+
+static_assert(sizeof(P2PEntry) == 40, "P2PEntry is mirrored by collectives.p2pEntry");
+static_assert(sizeof(P2PArgs) == 48 + 40 * kMaxP2PPeers && offsetof(P2PArgs, entries) == 48,
+              "P2PArgs is mirrored by collectives.p2pArgs");
+
+enum P2PDir : uint32_t { kP2PSend = 0, kP2PRecv = 1 };
+
+// The lanes a transfer of `bytes` bytes uses (0 for none); sender and receiver agree.
+__device__ __forceinline__ uint32_t p2pLanes(uint64_t bytes) {
+  const uint64_t n = ceilDiv(bytes, kP2PLaneMinBytes);
+  return n < kP2PLanes ? uint32_t(n) : kP2PLanes;
+}
+// Where lane `lane` of a transfer of `bytes` bytes starts, and its bytes (16-byte aligned parts).
+__device__ __forceinline__ uint64_t p2pLaneBegin(uint64_t bytes, uint32_t lane) {
+  return lane * roundUp(ceilDiv(bytes, p2pLanes(bytes)), 16);
+}
+__device__ __forceinline__ uint64_t p2pLaneBytes(uint64_t bytes, uint32_t lane) {
+  return clampLen(p2pLaneBegin(bytes, lane), roundUp(ceilDiv(bytes, p2pLanes(bytes)), 16), bytes);
+}
+// Where slot `slot` of lane `lane` of the stream from rank `sender` is in the receiver's p2p scratch.
+__device__ __forceinline__ uint64_t p2pSlotOffset(uint64_t sender, uint32_t lane, uint64_t slot) {
+  return sender * kP2PStreamBytes + (uint64_t(lane) * 2 + slot) * kP2PChunkBytes;
+}
+// This rank's channel of lane `lane` of the stream in direction `dir` with rank `peer` (not this rank).
+__device__ __forceinline__ mscclppMemoryChannelDeviceHandle p2pChannel(const P2PArgs& a, uint64_t peer, uint32_t dir,
+                                                                       uint32_t lane) {
+  const uint64_t p = peer < a.rank ? peer : peer - 1;
+  return a.channels[(p * 2 + dir) * kP2PLanes + lane];
+}
+
+}  // namespace coll
+
+#endif  // MSCCLPP_KERNELS_SENDRECV_CUH_
