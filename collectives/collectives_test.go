@@ -306,10 +306,71 @@ func TestKernelNamesCoverEveryType(t *testing.T) {
 			reducible++
 		}
 	}
-	assert.Equal(t, 6, reducible)
+	assert.Equal(t, 10, reducible, "every type but fp8")
 	// Four AllGather and three Broadcast kernels; seven AllReduce and two ReduceScatter
 	// algorithms per reducible type.
 	assert.Len(t, kernelNames(), 4+3+(7+2)*reducible)
+}
+
+// TestKernelNames: a reducing kernel's entry point is its algorithm's with the type's suffix
+// (kernels/src/common.cuh, COLL_REDUCE_ENTRIES); every operator runs in that one entry point.
+func TestKernelNames(t *testing.T) {
+	tests := []struct {
+		dt         DataType
+		allReduce  string
+		reduceScat string
+	}{
+		{Int8, "mscclpp_allreduce_rsag_i8", "mscclpp_reducescatter_put_i8"},
+		{Uint8, "mscclpp_allreduce_rsag_u8", "mscclpp_reducescatter_put_u8"},
+		{Int32, "mscclpp_allreduce_rsag_i32", "mscclpp_reducescatter_put_i32"},
+		{Uint32, "mscclpp_allreduce_rsag_u32", "mscclpp_reducescatter_put_u32"},
+		{Int64, "mscclpp_allreduce_rsag_i64", "mscclpp_reducescatter_put_i64"},
+		{Uint64, "mscclpp_allreduce_rsag_u64", "mscclpp_reducescatter_put_u64"},
+		{Float16, "mscclpp_allreduce_rsag_f16", "mscclpp_reducescatter_put_f16"},
+		{BFloat16, "mscclpp_allreduce_rsag_bf16", "mscclpp_reducescatter_put_bf16"},
+		{Float32, "mscclpp_allreduce_rsag_f32", "mscclpp_reducescatter_put_f32"},
+		{Float64, "mscclpp_allreduce_rsag_f64", "mscclpp_reducescatter_put_f64"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.allReduce, allReduceKernel(AlgoRSAG, tt.dt), tt.dt.String())
+		assert.Equal(t, tt.reduceScat, reduceScatterKernel(AlgoPut, tt.dt), tt.dt.String())
+		assert.Contains(t, kernelNames(), tt.allReduce)
+		assert.Contains(t, kernelNames(), tt.reduceScat)
+	}
+	for _, dt := range []DataType{Float8E4M3, Float8E5M2} {
+		for _, k := range kernelNames() {
+			assert.NotContains(t, k, "_"+dt.String(), "fp8 has no reducing kernel")
+		}
+	}
+}
+
+// TestCheckReduction: every operator on every type but fp8; anything else is refused with
+// ErrInvalidArgument and a message naming what is wrong.
+func TestCheckReduction(t *testing.T) {
+	for dt := range dataTypes {
+		for _, op := range []Op{Sum, Prod, Max, Min, Avg} {
+			err := checkReduction(dt, op)
+			if dt == Float8E4M3 || dt == Float8E5M2 {
+				assert.ErrorIs(t, err, errs.ErrInvalidArgument, "%s %s", dt, op)
+				assert.ErrorContains(t, err, dt.String()+" has no reduction kernel")
+			} else {
+				assert.NoError(t, err, "%s %s", dt, op)
+			}
+		}
+	}
+	tests := []struct {
+		op   Op
+		want string
+	}{
+		{Op(5), "unsupported operator Op(5)"},
+		{Op(-1), "unsupported operator Op(-1)"},
+		{Op(1 << 20), "unsupported operator"},
+	}
+	for _, tt := range tests {
+		err := checkReduction(Float32, tt.op)
+		assert.ErrorIs(t, err, errs.ErrInvalidArgument, tt.want)
+		assert.ErrorContains(t, err, tt.want)
+	}
 }
 
 func TestCheckCall(t *testing.T) {
@@ -365,12 +426,12 @@ func TestTypesAndOps(t *testing.T) {
 		size      int
 		reducible bool
 	}{
-		{Int8, 0, "int8", 1, false},
-		{Uint8, 1, "uint8", 1, false},
+		{Int8, 0, "int8", 1, true},
+		{Uint8, 1, "uint8", 1, true},
 		{Int32, 2, "int32", 4, true},
 		{Uint32, 3, "uint32", 4, true},
-		{Int64, 4, "int64", 8, false},
-		{Uint64, 5, "uint64", 8, false},
+		{Int64, 4, "int64", 8, true},
+		{Uint64, 5, "uint64", 8, true},
 		{Float16, 6, "float16", 2, true},
 		{Float32, 7, "float32", 4, true},
 		{Float64, 8, "float64", 8, true},
@@ -386,8 +447,25 @@ func TestTypesAndOps(t *testing.T) {
 		assert.Equal(t, tt.size, tt.dt.Size(), tt.name)
 		assert.Equal(t, tt.reducible, tt.dt.Reducible(), tt.name)
 	}
-	assert.False(t, Op(1).Valid())
-	assert.Equal(t, "min", Min.String())
+	ops := []struct {
+		op    Op
+		value int // NCCL's ncclRedOp_t
+		name  string
+	}{
+		{Sum, 0, "sum"},
+		{Prod, 1, "prod"},
+		{Max, 2, "max"},
+		{Min, 3, "min"},
+		{Avg, 4, "avg"},
+	}
+	for _, tt := range ops {
+		assert.Equal(t, tt.value, int(tt.op), tt.name)
+		assert.True(t, tt.op.Valid(), tt.name)
+		assert.Equal(t, tt.name, tt.op.String())
+	}
+	assert.False(t, Op(5).Valid(), "ncclNumOps and PreMulSum operators are not supported")
+	assert.False(t, Op(-1).Valid())
+	assert.Equal(t, "Op(5)", Op(5).String())
 }
 
 // TestNewWithoutGPU: on a machine without a usable GPU (CI), New fails with the driver layer's
@@ -426,7 +504,11 @@ func TestCallsOnAClosedComm(t *testing.T) {
 	assert.ErrorIs(t, c.ReduceScatter(p, p, 4, Float32, Sum, cuda.Stream{}), ErrClosed)
 	assert.ErrorIs(t, c.Broadcast(p, p, 4, Float32, 1, cuda.Stream{}), ErrClosed)
 	assert.ErrorIs(t, c.Broadcast(p, p, 5, Int8, 0, cuda.Stream{}), ErrClosed)
-	assert.ErrorIs(t, c.AllReduce(p, p, 4, Float32, Op(1), cuda.Stream{}), errs.ErrInvalidArgument)
+	assert.ErrorIs(t, c.AllReduce(p, p, 4, Float32, Op(5), cuda.Stream{}), errs.ErrInvalidArgument)
+	assert.ErrorIs(t, c.AllReduce(p, p, 4, Int8, Prod, cuda.Stream{}), ErrClosed)
+	assert.ErrorIs(t, c.AllReduce(p, p, 4, Uint64, Avg, cuda.Stream{}), ErrClosed)
+	assert.ErrorIs(t, c.ReduceScatter(p, p, 4, Uint8, Avg, cuda.Stream{}), ErrClosed)
+	assert.ErrorIs(t, c.ReduceScatter(p, p, 4, Int64, Prod, cuda.Stream{}), ErrClosed)
 	assert.NoError(t, c.AllReduce(0, 0, 0, Float32, Sum, cuda.Stream{}), "count 0 is a no-op")
 	assert.NoError(t, c.ReduceScatter(0, 0, 0, Float32, Sum, cuda.Stream{}), "count 0 is a no-op")
 	assert.NoError(t, c.Broadcast(0, 0, 0, Float32, 0, cuda.Stream{}), "count 0 is a no-op")
@@ -486,16 +568,18 @@ func TestCallRefusals(t *testing.T) {
 		call func() error
 		want string
 	}{
-		{"allreduce of bytes", func() error { return c.AllReduce(p, p, 4, Uint8, Sum, cuda.Stream{}) },
-			"uint8 has no reduction kernel"},
-		{"allreduce of int64", func() error { return c.AllReduce(p, p, 4, Int64, Max, cuda.Stream{}) },
-			"int64 has no reduction kernel"},
 		{"allreduce of fp8", func() error { return c.AllReduce(p, p, 4, Float8E4M3, Sum, cuda.Stream{}) },
 			"float8e4m3 has no reduction kernel"},
-		{"reducescatter of int8", func() error { return c.ReduceScatter(p, p+2, 1, Int8, Sum, cuda.Stream{}) },
-			"int8 has no reduction kernel"},
-		{"reducescatter, bad op", func() error { return c.ReduceScatter(p, p+8, 2, Float32, Op(1), cuda.Stream{}) },
+		{"allreduce of fp8, avg", func() error { return c.AllReduce(p, p, 4, Float8E5M2, Avg, cuda.Stream{}) },
+			"float8e5m2 has no reduction kernel"},
+		{"reducescatter of fp8", func() error { return c.ReduceScatter(p, p+2, 1, Float8E4M3, Prod, cuda.Stream{}) },
+			"float8e4m3 has no reduction kernel"},
+		{"allreduce, bad op", func() error { return c.AllReduce(p, p, 4, Int64, Op(5), cuda.Stream{}) },
 			"unsupported operator"},
+		{"reducescatter, bad op", func() error { return c.ReduceScatter(p, p+8, 2, Float32, Op(7), cuda.Stream{}) },
+			"unsupported operator"},
+		{"allreduce of int64, misaligned", func() error { return c.AllReduce(p+4, p+4, 4, Int64, Sum, cuda.Stream{}) },
+			"not aligned"},
 		{"reducescatter, bad type", func() error { return c.ReduceScatter(p, p+8, 2, DataType(12), Sum, cuda.Stream{}) },
 			"unsupported data type"},
 		// Rank 1's block of a 2 x 4 float32 input is at p+16.

@@ -32,12 +32,12 @@ var dataTypes = map[DataType]struct {
 	size   int
 	suffix string // of the reducing kernels' entry points (kernels/src/common.cuh); "": none
 }{
-	Int8:       {"int8", 1, ""},
-	Uint8:      {"uint8", 1, ""},
+	Int8:       {"int8", 1, "i8"},
+	Uint8:      {"uint8", 1, "u8"},
 	Int32:      {"int32", 4, "i32"},
 	Uint32:     {"uint32", 4, "u32"},
-	Int64:      {"int64", 8, ""},
-	Uint64:     {"uint64", 8, ""},
+	Int64:      {"int64", 8, "i64"},
+	Uint64:     {"uint64", 8, "u64"},
 	Float16:    {"float16", 2, "f16"},
 	Float32:    {"float32", 4, "f32"},
 	Float64:    {"float64", 8, "f64"},
@@ -67,11 +67,11 @@ func (t DataType) String() string {
 // kernel, or an unsupported operator. dt is valid.
 func checkReduction(dt DataType, op Op) error {
 	if !dt.Reducible() {
-		return fmt.Errorf("%s has no reduction kernel; int32, uint32, float16, bfloat16, float32 and float64 reduce: %w",
-			dt, errs.ErrInvalidArgument)
+		return fmt.Errorf("%s has no reduction kernel; int8, uint8, int32, uint32, int64, uint64, float16, bfloat16, "+
+			"float32 and float64 reduce: %w", dt, errs.ErrInvalidArgument)
 	}
 	if !op.Valid() {
-		return fmt.Errorf("unsupported operator (sum, max and min are): %w", errs.ErrInvalidArgument)
+		return fmt.Errorf("unsupported operator %s (sum, prod, max, min and avg are): %w", op, errs.ErrInvalidArgument)
 	}
 	return nil
 }
@@ -79,24 +79,33 @@ func checkReduction(dt DataType, op Op) error {
 // Op is a reduction operator, numbered as NCCL's ncclRedOp_t.
 type Op int
 
-// The supported operators.
+// The supported operators. Avg is NCCL's ncclAvg: the sum divided once, at the end, by the
+// number of ranks (integer types truncate the quotient toward zero; floating types divide with
+// IEEE round to nearest, float16 and bfloat16 their sum as the type holds it, rounded once).
+// Integer sums and products wrap around.
 const (
-	Sum Op = 0
-	Max Op = 2
-	Min Op = 3
+	Sum  Op = 0
+	Prod Op = 1
+	Max  Op = 2
+	Min  Op = 3
+	Avg  Op = 4
 )
 
 // Valid reports whether op is supported.
-func (op Op) Valid() bool { return op == Sum || op == Max || op == Min }
+func (op Op) Valid() bool { return op >= Sum && op <= Avg }
 
 func (op Op) String() string {
 	switch op {
 	case Sum:
 		return "sum"
+	case Prod:
+		return "prod"
 	case Max:
 		return "max"
 	case Min:
 		return "min"
+	case Avg:
+		return "avg"
 	}
 	return fmt.Sprintf("Op(%d)", int(op))
 }

@@ -199,7 +199,11 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
   bool native;
   ncclComm_t real;
   const shimRealNccl* nccl;
-  CHECK(route(comm, shimAlltoAll, false, call, &native, &real, &nccl));
+  CHECK(route(comm, shimAlltoAll, sendbuff != recvbuff || count == 0, call, &native, &real, &nccl));
+  if (native) {
+    return shimGroupError(nativeResult(
+        comm, call, mscclppAlltoAll(sendbuff, recvbuff, count, (mscclppDataType_t)datatype, comm->coll, stream)));
+  }
   if (nccl->ncclAlltoAll == NULL) {
     return shimGroupError(shimFail(ncclInvalidUsage, comm, call, "the real NCCL (%s) has no ncclAlltoAll", nccl->path));
   }
@@ -247,7 +251,11 @@ NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataTyp
   bool native;
   ncclComm_t real;
   const shimRealNccl* nccl;
-  CHECK(route(comm, shimSendRecv, false, call, &native, &real, &nccl));
+  CHECK(route(comm, shimSendRecv, true, call, &native, &real, &nccl));
+  if (native) {
+    mscclppP2POp op = {peer, 1, (void*)sendbuff, count, (mscclppDataType_t)datatype};
+    return shimGroupError(shimP2P(comm, stream, &op));
+  }
   return realResult(nccl->ncclSend(sendbuff, count, datatype, peer, real, stream));
 }
 
@@ -260,6 +268,10 @@ NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t da
   bool native;
   ncclComm_t real;
   const shimRealNccl* nccl;
-  CHECK(route(comm, shimSendRecv, false, call, &native, &real, &nccl));
+  CHECK(route(comm, shimSendRecv, true, call, &native, &real, &nccl));
+  if (native) {
+    mscclppP2POp op = {peer, 0, recvbuff, count, (mscclppDataType_t)datatype};
+    return shimGroupError(shimP2P(comm, stream, &op));
+  }
   return realResult(nccl->ncclRecv(recvbuff, count, datatype, peer, real, stream));
 }

@@ -1,7 +1,8 @@
 /*
  * nccl/group.c: ncclGroupStart/End. Groups nest per thread, as in NCCL. This library's calls
  * inside a group are queued at once (each is one kernel on its stream, with nothing to fuse);
- * the calls sent to the real NCCL inside a group form one group there, opened before the first
+ * sends and receives wait for the group's end, when they run together (p2p.c); the calls sent
+ * to the real NCCL inside a group form one group there, opened before the first
  * of them and closed by the outermost ncclGroupEnd. The first error of a call inside a group is
  * returned by that call and again by the outermost ncclGroupEnd.
  */
@@ -35,8 +36,9 @@ NCCL_API(ncclResult_t, ncclGroupStart, void) {
 static ncclResult_t groupEnd(ncclSimInfo_t* sim, const char* call) {
   if (depth == 0) return shimFail(ncclInvalidUsage, NULL, call, "no group is open on this thread (ncclGroupStart first)");
   if (--depth > 0) return ncclSuccess;
-  ncclResult_t res = groupError, real = ncclSuccess;
+  ncclResult_t res = groupError, real = ncclSuccess, p2p = shimP2PFlush();
   groupError = ncclSuccess;
+  if (res == ncclSuccess) res = p2p;
   if (realGroup != NULL) {
     if (sim != NULL && realGroup->ncclGroupSimulateEnd != NULL) real = realGroup->ncclGroupSimulateEnd(sim);
     else real = realGroup->ncclGroupEnd();

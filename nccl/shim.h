@@ -208,6 +208,13 @@ ncclResult_t shimGroupError(ncclResult_t res);
 /* Whether this thread is inside ncclGroupStart/End. */
 bool shimInGroup(void);
 
+/* ---- Point-to-point (p2p.c) ----------------------------------------------------------------- */
+
+/* A native send or receive: run now, or kept until the end of the thread's group. */
+ncclResult_t shimP2P(ncclComm_t comm, cudaStream_t stream, const mscclppP2POp* op);
+/* Runs the sends and receives kept by the thread's group (ncclGroupEnd). */
+ncclResult_t shimP2PFlush(void);
+
 /* Passes a call on a communicator that is not ours (NCCL's own, as PyTorch's copy of NCCL calls
  * its exported functions) to the real NCCL unchanged; refuses NULL. */
 #define SHIM_FOREIGN(call, comm, fn, ...)                                                              \

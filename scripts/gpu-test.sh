@@ -218,7 +218,7 @@ fi
 torch=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}
 if [ -x "$torch" ] && wanted "torch"; then
 	# With ranks sharing a GPU, the calls that would go to the real NCCL are skipped.
-	native_skips="all_reduce avg*,all_to_all_single,send/recv,batch_isend_irecv"
+	native_skips="all_reduce avg*"
 	run "torch_check, 1 rank, LD_PRELOAD" 300 env LD_PRELOAD="$build/lib/libmscclpp_nccl.so" \
 		"$torch" -m torch.distributed.run --nproc-per-node 1 tests/nccl/torch_check.py
 	run "torch_check, $np ranks, LD_PRELOAD" 300 env LD_PRELOAD="$build/lib/libmscclpp_nccl.so" \

@@ -41,8 +41,8 @@ extern "C" {
 #endif
 
 /* Element types; the values are NCCL's ncclDataType_t. Every type moves (AllGather, Broadcast);
- * AllReduce and ReduceScatter reduce int32, uint32, float16, bfloat16, float32 and float64 and
- * refuse the others with mscclppInvalidArgument. */
+ * AllReduce and ReduceScatter reduce every type but the fp8 ones, which they refuse with
+ * mscclppInvalidArgument. */
 typedef enum {
   mscclppInt8 = 0,         /* int8_t */
   mscclppUint8 = 1,        /* uint8_t */
@@ -58,11 +58,15 @@ typedef enum {
   mscclppFloat8e5m2 = 11   /* fp8 with 5 exponent bits (__nv_fp8_e5m2) */
 } mscclppDataType_t;
 
-/* Reduction operators; the values are NCCL's ncclRedOp_t. */
+/* Reduction operators; the values are NCCL's ncclRedOp_t. Integer sums and products wrap around. */
 typedef enum {
-  mscclppSum = 0, /* a + b */
-  mscclppMax = 2, /* the larger */
-  mscclppMin = 3  /* the smaller */
+  mscclppSum = 0,  /* a + b */
+  mscclppProd = 1, /* a * b */
+  mscclppMax = 2,  /* the larger */
+  mscclppMin = 3,  /* the smaller */
+  mscclppAvg = 4   /* the sum divided once, at the end, by the number of ranks: integers truncate toward
+                    * zero; floating types round to nearest (float16, bfloat16: their sum, as the type
+                    * holds it, divided and rounded once) */
 } mscclppRedOp_t;
 
 /* A CUDA stream: the same type as cudaStream_t and CUstream; NULL is the legacy default stream. */
@@ -106,7 +110,7 @@ mscclppResult_t mscclppCollDeregister(mscclppCollComm_t collComm, mscclppCollReg
 
 /* Reduces `count` elements of `datatype` at sendbuff across all ranks with `op` and writes the
  * result to recvbuff on every rank (sendbuff == recvbuff: in place); every rank gets
- * bit-identical results. Queued on `stream`. */
+ * bit-identical results (the ranks' values are combined in rank order). Queued on `stream`. */
 mscclppResult_t mscclppAllReduce(const void* sendbuff, void* recvbuff, size_t count, mscclppDataType_t datatype,
                                  mscclppRedOp_t op, mscclppCollComm_t collComm, mscclppStream_t stream);
 /* Gathers `sendcount` elements of `datatype` at sendbuff from every rank into recvbuff, rank r's
@@ -115,8 +119,8 @@ mscclppResult_t mscclppAllReduce(const void* sendbuff, void* recvbuff, size_t co
 mscclppResult_t mscclppAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, mscclppDataType_t datatype,
                                  mscclppCollComm_t collComm, mscclppStream_t stream);
 /* Reduces the `recvcount` elements at sendbuff + r * recvcount across all ranks with `op` into
- * recvbuff on rank r: sendbuff holds nranks * recvcount elements (in place when recvbuff is this
- * rank's block of sendbuff). Queued on `stream`. */
+ * recvbuff on rank r (in rank order, as mscclppAllReduce): sendbuff holds nranks * recvcount
+ * elements (in place when recvbuff is this rank's block of sendbuff). Queued on `stream`. */
 mscclppResult_t mscclppReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, mscclppDataType_t datatype,
                                      mscclppRedOp_t op, mscclppCollComm_t collComm, mscclppStream_t stream);
 /* Copies `count` elements at sendbuff on rank `root` to recvbuff on every rank (sendbuff ==

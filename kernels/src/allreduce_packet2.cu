@@ -45,4 +45,7 @@ __device__ __forceinline__ void allreducePacket2(const Args& a) {
 
 }  // namespace coll
 
-COLL_REDUCE_ENTRIES(mscclpp_allreduce_packet2, coll::allreducePacket2, coll::kPacketThreads, COLL_ANY_BLOCKS_PER_SM)
+// One block per SM, as every launch has (the grid is at most the SM count): with
+// COLL_ANY_BLOCKS_PER_SM, ptxas's heuristic gave the 8-byte types' entry points, five operators
+// each, 32 registers and spilled (sm_90); with this budget they take about 46 and do not.
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_packet2, coll::allreducePacket2, coll::kPacketThreads, COLL_ONE_BLOCK_PER_SM)

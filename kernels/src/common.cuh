@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include <mscclpp/memory_channel_device.h>
 #include <mscclpp/port_channel_device.h>
 
@@ -41,8 +43,9 @@ constexpr uint32_t kDescShift = 48;
 // collectives.maxPortBytes.
 constexpr uint64_t kMaxPortBytes = uint64_t(1) << 30;
 
-// Reduction operators, numbered as NCCL's ncclRedOp_t.
-enum ReduceOp : uint32_t { kSum = 0, kMax = 2, kMin = 3 };
+// Reduction operators, numbered as NCCL's ncclRedOp_t. kAvg combines as kSum; the final sum is
+// then divided by the number of ranks once (finish).
+enum ReduceOp : uint32_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
 
 // Per-communicator state in device memory; zeroed at setup, kept across launches (and CUDA graph
 // replays), identical on every rank after every call because every rank runs the same calls.
@@ -136,10 +139,13 @@ __device__ __forceinline__ uint64_t clampLen(uint64_t begin, uint64_t len, uint6
 
 // ---- Elements and operators -------------------------------------------------------------------
 
+// Combines two values (kAvg: sums them). Integers wrap (the sum and product of 1-byte types are
+// computed in int and truncated back).
 template <uint32_t Op, typename T>
 __device__ __forceinline__ T apply(T a, T b) {
   if (Op == kMax) return a > b ? a : b;
   if (Op == kMin) return a < b ? a : b;
+  if (Op == kProd) return a * b;
   return a + b;
 }
 // Half types reduce through float, so the rule is the same on every architecture.
@@ -152,14 +158,92 @@ __device__ __forceinline__ __nv_bfloat16 apply(__nv_bfloat16 a, __nv_bfloat16 b)
   return __float2bfloat16(apply<Op>(__bfloat162float(a), __bfloat162float(b)));
 }
 
+// Four 1-byte lanes of a 32-bit word combined at once with the SIMD video intrinsics (kProd has
+// none: the caller multiplies lane by lane). The same bits as apply lane by lane.
+template <typename T, uint32_t Op>
+__device__ __forceinline__ uint32_t applyBytes4(uint32_t a, uint32_t b) {
+  static_assert(sizeof(T) == 1 && Op != kProd, "1-byte lanes, not kProd");
+  constexpr bool kSigned = std::is_signed<T>::value;
+  if constexpr (Op == kMax) return kSigned ? __vmaxs4(a, b) : __vmaxu4(a, b);
+  if constexpr (Op == kMin) return kSigned ? __vmins4(a, b) : __vminu4(a, b);
+  return __vadd4(a, b);
+}
+
 // Reduces the elements of type T packed in two words of type W (uint64_t or uint4), lane by lane.
 template <typename T, uint32_t Op, typename W>
 __device__ __forceinline__ W applyWord(W a, const W& b) {
-  constexpr int kLanes = sizeof(W) / sizeof(T);
-  T* x = reinterpret_cast<T*>(&a);
-  const T* y = reinterpret_cast<const T*>(&b);
+  if constexpr (sizeof(T) == 1 && Op != kProd) {
+    constexpr int kWords = sizeof(W) / sizeof(uint32_t);
+    uint32_t* x = reinterpret_cast<uint32_t*>(&a);
+    const uint32_t* y = reinterpret_cast<const uint32_t*>(&b);
 #pragma unroll
-  for (int i = 0; i < kLanes; ++i) x[i] = apply<Op>(x[i], y[i]);
+    for (int i = 0; i < kWords; ++i) x[i] = applyBytes4<T, Op>(x[i], y[i]);
+  } else {
+    constexpr int kLanes = sizeof(W) / sizeof(T);
+    T* x = reinterpret_cast<T*>(&a);
+    const T* y = reinterpret_cast<const T*>(&b);
+#pragma unroll
+    for (int i = 0; i < kLanes; ++i) x[i] = apply<Op>(x[i], y[i]);
+  }
+  return a;
+}
+
+// x / n for n < 2^16 (ranks), in 32-bit divisions: long division in base 2^16. A 64-bit division
+// (integer or double) calls a subroutine, and that call made packet2's 8-byte kernels spill.
+__device__ __forceinline__ uint64_t divideByRanks(uint64_t x, uint32_t n) {
+  const uint32_t hi = uint32_t(x >> 32), lo = uint32_t(x);
+  const uint32_t mid = (hi % n) << 16 | lo >> 16;     // < n * 2^16
+  const uint32_t low = (mid % n) << 16 | (lo & 0xffffu);  // < n * 2^16
+  return uint64_t(hi / n) << 32 | uint64_t(mid / n) << 16 | (low / n);
+}
+// x / n for a double, without a division: the reciprocal of n from the float unit's estimate
+// (about 23 bits) refined by two Newton steps to double precision, the quotient corrected once by
+// its residual. Within one rounding step of x / n (exact when n is a power of 2).
+__device__ __forceinline__ double divideByRanks(double x, uint32_t n) {
+  const double dn = double(n);
+  double r = double(__fdividef(1.0f, float(n)));
+  r = r * fma(-dn, r, 2.0);
+  r = r * fma(-dn, r, 2.0);
+  const double q = x * r;
+  return isfinite(q) ? fma(fma(-q, dn, x), r, q) : q;
+}
+
+// The last step of a reduction of n ranks' values, applied once to the result: kAvg divides the
+// sum by n (n < 2^16); the other operators keep it as it is. Integers truncate toward zero, 1- to
+// 4-byte ones divided in 32 bits, 8-byte ones by divideByRanks; float32 divides with IEEE round to
+// nearest; float16 and bfloat16 divide their sum, as the type holds it, in float and round once
+// to the type (the correctly rounded quotient); float64 by divideByRanks (within a rounding step).
+template <uint32_t Op, typename T>
+__device__ __forceinline__ T finish(T acc, uint32_t n) {
+  if constexpr (Op != kAvg) {
+    return acc;
+  } else if constexpr (std::is_same<T, __half>::value) {
+    return __float2half(__half2float(acc) / float(n));
+  } else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+    return __float2bfloat16(__bfloat162float(acc) / float(n));
+  } else if constexpr (std::is_same<T, double>::value) {
+    return divideByRanks(acc, n);
+  } else if constexpr (std::is_integral<T>::value && sizeof(T) == 8) {
+    const bool negative = std::is_signed<T>::value && acc < 0;
+    const uint64_t magnitude = negative ? 0 - uint64_t(acc) : uint64_t(acc);
+    const uint64_t q = divideByRanks(magnitude, n);
+    return T(negative ? 0 - q : q);
+  } else if constexpr (std::is_integral<T>::value) {
+    using Wide = typename std::conditional<std::is_signed<T>::value, int32_t, uint32_t>::type;
+    return T(Wide(acc) / Wide(n));
+  } else {
+    return acc / T(n);
+  }
+}
+// finish for every lane of a word of type W (uint64_t or uint4) of elements of type T.
+template <typename T, uint32_t Op, typename W>
+__device__ __forceinline__ W finishWord(W a, uint32_t n) {
+  if constexpr (Op == kAvg) {
+    constexpr int kLanes = sizeof(W) / sizeof(T);
+    T* x = reinterpret_cast<T*>(&a);
+#pragma unroll
+    for (int i = 0; i < kLanes; ++i) x[i] = finish<Op>(x[i], n);
+  }
   return a;
 }
 
@@ -305,7 +389,8 @@ __device__ __forceinline__ void receivePackets(const Args& a, uint64_t slotOffse
 }
 
 // Word i of this rank's `bytes` bytes at mine (mineAligned: 8-byte aligned) reduced, in rank
-// order, with word i of every peer's packets in its reduce slot of `parity`.
+// order, with word i of every peer's packets in its reduce slot of `parity`, and finished (kAvg:
+// divided by the number of ranks; lanes past `bytes` are zeros, divided harmlessly).
 template <typename T, uint32_t Op>
 __device__ __forceinline__ uint64_t reducePacketWord(const Args& a, uint32_t parity, uint32_t flag, const char* mine,
                                                      uint64_t bytes, bool mineAligned, uint64_t i) {
@@ -319,7 +404,7 @@ __device__ __forceinline__ uint64_t reducePacketWord(const Args& a, uint32_t par
     }
     acc = r == 0 ? v : applyWord<T, Op>(acc, v);
   }
-  return acc;
+  return finishWord<T, Op>(acc, uint32_t(a.nRanks));
 }
 
 // The reduce-scatter of the two-shot packet kernels (AllReduce packet2, ReduceScatter packet):
@@ -475,17 +560,19 @@ __device__ __forceinline__ void exchangeSignals(const Args& a, uint32_t block) {
 #define COLL_ONE_BLOCK_PER_SM 1
 
 // Instantiates KERNEL<T, Op> for every reduction operator behind one extern "C" entry point
-// named NAME, dispatching on args.op (uniform across the grid).
+// named NAME, dispatching on args.op (uniform across the grid; the host passes only valid ones).
 #define COLL_REDUCE_ENTRY(NAME, KERNEL, T, THREADS, MIN_BLOCKS)  \
   extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) NAME(const coll::Args args) { \
     switch (args.op) {                                           \
       case coll::kMax: KERNEL<T, coll::kMax>(args); break;       \
       case coll::kMin: KERNEL<T, coll::kMin>(args); break;       \
+      case coll::kProd: KERNEL<T, coll::kProd>(args); break;     \
+      case coll::kAvg: KERNEL<T, coll::kAvg>(args); break;       \
       default: KERNEL<T, coll::kSum>(args); break;               \
     }                                                            \
   }
 
-// Entry points for the six element types, suffixed as collectives.DataType.kernelSuffix, for
+// Entry points for the ten element types, suffixed as collectives.DataType.kernelSuffix, for
 // blocks of at most THREADS threads and at least MIN_BLOCKS blocks per SM (COLL_*_PER_SM).
 #define COLL_REDUCE_ENTRIES(PREFIX, KERNEL, THREADS, MIN_BLOCKS)                \
   COLL_REDUCE_ENTRY(PREFIX##_f32, KERNEL, float, THREADS, MIN_BLOCKS)           \
@@ -493,6 +580,10 @@ __device__ __forceinline__ void exchangeSignals(const Args& a, uint32_t block) {
   COLL_REDUCE_ENTRY(PREFIX##_bf16, KERNEL, __nv_bfloat16, THREADS, MIN_BLOCKS)  \
   COLL_REDUCE_ENTRY(PREFIX##_i32, KERNEL, int32_t, THREADS, MIN_BLOCKS)         \
   COLL_REDUCE_ENTRY(PREFIX##_u32, KERNEL, uint32_t, THREADS, MIN_BLOCKS)        \
-  COLL_REDUCE_ENTRY(PREFIX##_f64, KERNEL, double, THREADS, MIN_BLOCKS)
+  COLL_REDUCE_ENTRY(PREFIX##_f64, KERNEL, double, THREADS, MIN_BLOCKS)          \
+  COLL_REDUCE_ENTRY(PREFIX##_i8, KERNEL, int8_t, THREADS, MIN_BLOCKS)           \
+  COLL_REDUCE_ENTRY(PREFIX##_u8, KERNEL, uint8_t, THREADS, MIN_BLOCKS)          \
+  COLL_REDUCE_ENTRY(PREFIX##_i64, KERNEL, int64_t, THREADS, MIN_BLOCKS)         \
+  COLL_REDUCE_ENTRY(PREFIX##_u64, KERNEL, uint64_t, THREADS, MIN_BLOCKS)
 
 #endif  // MSCCLPP_KERNELS_COMMON_CUH_

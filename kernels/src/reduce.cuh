@@ -9,7 +9,8 @@
 namespace coll {
 
 // Reduces the 16-byte word v (and the Unroll - 1 words numThreads apart after it) of every
-// source in rank order and stores each result to every destination. The words of the first Batch
+// source in rank order, finishes it (kAvg: divides it by nSrc, the number of ranks) and stores
+// each result to every destination. The words of the first Batch
 // sources are loaded before any is reduced, so those loads (across the links, or from the
 // scratch) overlap; sources past Batch are loaded one at a time.
 template <typename T, uint32_t Op, uint32_t Unroll, uint32_t Batch, typename SrcFn, typename DstFn>
@@ -33,12 +34,14 @@ __device__ __forceinline__ void reduceWords(SrcFn src, uint32_t nSrc, DstFn dst,
     for (uint32_t r = Batch; r < nSrc; ++r) {
       acc = applyWord<T, Op>(acc, reinterpret_cast<const uint4*>(src(r))[v + u * numThreads]);
     }
+    acc = finishWord<T, Op>(acc, nSrc);
     for (uint32_t i = 0; i < nDst; ++i) reinterpret_cast<uint4*>(dst(i))[v + u * numThreads] = acc;
   }
 }
 
 // Reduces len elements of type T: element e of the result is src(0)[e] op src(1)[e] op ...
-// src(nSrc - 1)[e] (in that order, so every rank computes the same bits) and is stored at
+// src(nSrc - 1)[e] (in that order, so every rank computes the same bits), finished (kAvg: divided
+// by nSrc; every caller reduces all ranks, so that is the number of ranks) and stored at
 // dst(0)[e] .. dst(nDst - 1)[e], over numThreads threads. When every source and destination is
 // 16-byte aligned, each thread reduces Unroll 16-byte words per step; the rest element by element.
 // Batch: how many sources' words are loaded at once (see reduceWords).
@@ -64,6 +67,7 @@ __device__ __forceinline__ void reduceToAll(SrcFn src, uint32_t nSrc, DstFn dst,
   for (uint64_t e = done + threadId; e < len; e += numThreads) {
     T acc = src(0)[e];
     for (uint32_t r = 1; r < nSrc; ++r) acc = apply<Op>(acc, src(r)[e]);
+    acc = finish<Op>(acc, nSrc);
     for (uint32_t i = 0; i < nDst; ++i) dst(i)[e] = acc;
   }
 }

@@ -6,15 +6,18 @@
 //   rank count or 16 bytes divides; ReduceScatter and Broadcast from 0), up to 256 MiB for
 //   float32 and bfloat16 (ReduceScatter and Broadcast: tens of MiB); in place and out of place;
 //   16-byte aligned buffers and buffers one element off; guard elements around every output must
-//   stay untouched; Broadcast from several roots; the byte and 64-bit types through AllGather and
-//   Broadcast, which only move data;
+//   stay untouched; Broadcast from several roots; the fp8 types through AllGather and
+//   Broadcast, which only move them;
 //   1000 dependent in-place calls (each call's output is the next one's input);
 //   the four collectives interleaved on one stream;
 //   two collective communicators at once, on two streams;
 //   a CUDA graph of six collectives captured once and replayed with new inputs.
 //
 // Inputs are small integers, exact in every type (float16 and bfloat16 included) and so are
-// their sums over up to 8 ranks: every result is compared exactly. Rank 0 prints one line per
+// their sums over up to 8 ranks; prod gets inputs of 1 and 2 (some negated in signed types), at
+// most three 2s per element over 8 ranks, so products stay exact too: every result is compared
+// exactly, but avg of the floating types, compared within one rounding step of sum / ranks
+// (integer avg: the sum divided with truncation toward zero, exactly). Rank 0 prints one line per
 // group of checks and "collectives: N passed, M failed"; the exit status is 0 only if all passed.
 //
 //   mpirun -np N ./collectives [quick] [registered]
@@ -131,18 +134,64 @@ constexpr bool isUnsigned() {
          Type<T>::id == mscclppFloat8e4m3 || Type<T>::id == mscclppFloat8e5m2;
 }
 
-const char* opName(mscclppRedOp_t op) { return op == mscclppSum ? "sum" : op == mscclppMax ? "max" : "min"; }
+const mscclppRedOp_t kOps[] = {mscclppSum, mscclppProd, mscclppMax, mscclppMin, mscclppAvg};
+
+const char* opName(mscclppRedOp_t op) {
+  switch (op) {
+    case mscclppSum: return "sum";
+    case mscclppProd: return "prod";
+    case mscclppMax: return "max";
+    case mscclppMin: return "min";
+    case mscclppAvg: return "avg";
+    default: return "?";
+  }
+}
+
+// Whether T is a floating type (its avg is checked within a rounding step).
+template <typename T>
+constexpr bool isFloating() {
+  return Type<T>::id == mscclppFloat16 || Type<T>::id == mscclppBfloat16 || Type<T>::id == mscclppFloat32 ||
+         Type<T>::id == mscclppFloat64;
+}
 
 // Rank r's element i: a small integer (unsigned types get no negatives). `salt` varies the data
-// between calls of one test.
+// between calls of one test. For prod, 1 or 2 (negated in signed types where (i + r) % 5 == 0):
+// the residues r * 13 % 17 of 8 ranks are 0 1 5 6 9 10 13 14, at most three in any window of
+// 5, so an element's product is at most 8 in magnitude.
 template <typename T>
-double inputValue(int r, size_t i, int salt = 0) {
+double inputValue(int r, size_t i, int salt = 0, mscclppRedOp_t op = mscclppSum) {
   const long v = static_cast<long>((i * 7 + r * 13 + salt * 5) % 17);
+  if (op == mscclppProd) {
+    const double x = v < 5 ? 2 : 1;
+    return !isUnsigned<T>() && (i + r) % 5 == 0 ? -x : x;
+  }
   return isUnsigned<T>() ? v : v - 8;
 }
 
+// Combines two ranks' values (avg: sums them; avgOf divides at the end).
 double reduce(mscclppRedOp_t op, double a, double b) {
-  return op == mscclppSum ? a + b : op == mscclppMax ? std::fmax(a, b) : std::fmin(a, b);
+  switch (op) {
+    case mscclppProd: return a * b;
+    case mscclppMax: return std::fmax(a, b);
+    case mscclppMin: return std::fmin(a, b);
+    default: return a + b;
+  }
+}
+
+// avg of an exact sum over g_nranks ranks: integers truncate toward zero; floating types get the
+// exact quotient (compared within a rounding step).
+template <typename T>
+double avgOf(double sum) {
+  return isFloating<T>() ? sum / g_nranks : std::trunc(sum / g_nranks);
+}
+
+// One rounding step of T at x (relative): the gap between x and its neighbour, bounded by
+// |x| * 2^-(mantissa bits).
+template <typename T>
+double roundingStep(double x) {
+  const int bits = Type<T>::id == mscclppFloat16 ? 10 : Type<T>::id == mscclppBfloat16 ? 7
+                   : Type<T>::id == mscclppFloat32 ? 23 : 52;
+  return std::fabs(x) * std::ldexp(1.0, -bits);
 }
 
 // ---- Checks ------------------------------------------------------------------------------------
@@ -244,14 +293,21 @@ struct Buffer {
   }
 };
 
+// near: want is an exact real (a floating avg) and got may be one rounding step of T away from
+// it; otherwise got must be want as T holds it.
 template <typename T>
-void compare(Group& g, const std::string& what, const std::vector<T>& got, const std::vector<double>& want) {
+void compare(Group& g, const std::string& what, const std::vector<T>& got, const std::vector<double>& want,
+             bool near = false) {
   ++g.checks;
+  auto wrong = [&](size_t j) {
+    if (near) return std::fabs(Type<T>::to(got[j]) - want[j]) > roundingStep<T>(want[j]);
+    return Type<T>::to(got[j]) != Type<T>::to(Type<T>::from(want[j]));
+  };
   for (size_t i = 0; i < want.size(); ++i) {
-    if (Type<T>::to(got[i]) != Type<T>::to(Type<T>::from(want[i]))) {
+    if (wrong(i)) {
       size_t bad = 0, last = i;
       for (size_t j = i; j < want.size(); ++j)
-        if (Type<T>::to(got[j]) != Type<T>::to(Type<T>::from(want[j]))) ++bad, last = j;
+        if (wrong(j)) ++bad, last = j;
       g.fail(what + ": element " + std::to_string(i) + " is " + std::to_string(Type<T>::to(got[i])) + ", want " +
              std::to_string(want[i]) + " (" + std::to_string(bad) + " wrong, the last at " + std::to_string(last) + ")");
       return;
@@ -260,9 +316,9 @@ void compare(Group& g, const std::string& what, const std::vector<T>& got, const
 }
 
 template <typename T>
-std::vector<T> inputs(size_t n, int rank, int salt) {
+std::vector<T> inputs(size_t n, int rank, int salt, mscclppRedOp_t op = mscclppSum) {
   std::vector<T> h(n);
-  for (size_t i = 0; i < n; ++i) h[i] = Type<T>::from(inputValue<T>(rank, i, salt));
+  for (size_t i = 0; i < n; ++i) h[i] = Type<T>::from(inputValue<T>(rank, i, salt, op));
   return h;
 }
 
@@ -275,9 +331,9 @@ template <typename T>
 std::vector<double> reduceScatterExpected(size_t first, size_t n, mscclppRedOp_t op, int salt) {
   std::vector<double> want(n);
   for (size_t i = 0; i < n; ++i) {
-    double acc = inputValue<T>(0, first + i, salt);
-    for (int r = 1; r < g_nranks; ++r) acc = reduce(op, acc, inputValue<T>(r, first + i, salt));
-    want[i] = acc;
+    double acc = inputValue<T>(0, first + i, salt, op);
+    for (int r = 1; r < g_nranks; ++r) acc = reduce(op, acc, inputValue<T>(r, first + i, salt, op));
+    want[i] = op == mscclppAvg ? avgOf<T>(acc) : acc;
   }
   return want;
 }
@@ -311,7 +367,7 @@ void checkAllReduce(Group& g, mscclppCollComm_t comm, cudaStream_t s, size_t n, 
   Buffer<T> send(n, offset);
   Buffer<T> recvBuf(inPlace ? 0 : n, offset);
   Buffer<T>& recv = inPlace ? send : recvBuf;
-  send.upload(inputs<T>(n, g_rank, 0));
+  send.upload(inputs<T>(n, g_rank, 0, op));
   mscclppResult_t r = mscclppAllReduce(send.data(), recv.data(), n, Type<T>::id, op, comm, s);
   if (r != mscclppSuccess) {
     ++g.checks;
@@ -319,7 +375,15 @@ void checkAllReduce(Group& g, mscclppCollComm_t comm, cudaStream_t s, size_t n, 
     return;
   }
   CUDA(cudaStreamSynchronize(s));
-  compare(g, what, recv.download(g, what), allReduceExpected<T>(n, op, 0));
+  const std::vector<T> got = recv.download(g, what);
+  compare(g, what, got, allReduceExpected<T>(n, op, 0), isFloating<T>() && op == mscclppAvg);
+  if (isFloating<T>() && op == mscclppAvg && g_nranks > 1) {
+    // Checked within a rounding step, but every rank must hold the same bits.
+    std::vector<T> rank0(got);
+    MPI_Bcast(rank0.data(), static_cast<int>(n * sizeof(T)), MPI_BYTE, 0, MPI_COMM_WORLD);
+    ++g.checks;
+    if (std::memcmp(rank0.data(), got.data(), n * sizeof(T)) != 0) g.fail(what + ": not the bits of rank 0's result");
+  }
 }
 
 template <typename T>
@@ -361,15 +425,16 @@ void checkReduceScatter(Group& g, mscclppCollComm_t comm, cudaStream_t s, size_t
   Buffer<T> send(n * g_nranks, offset);
   Buffer<T> recvBuf(inPlace ? 0 : n, offset);
   T* recv = inPlace ? send.data() + g_rank * n : recvBuf.data();
-  send.upload(inputs<T>(n * g_nranks, g_rank, 0));
+  send.upload(inputs<T>(n * g_nranks, g_rank, 0, op));
   if (!called(g, what, mscclppReduceScatter(send.data(), recv, n, Type<T>::id, op, comm, s))) return;
   CUDA(cudaStreamSynchronize(s));
   const std::vector<double> want = reduceScatterExpected<T>(g_rank * n, n, op, 0);
+  const bool near = isFloating<T>() && op == mscclppAvg;
   if (inPlace) {
     const std::vector<T> all = send.download(g, what);
-    compare(g, what, std::vector<T>(all.begin() + g_rank * n, all.begin() + (g_rank + 1) * n), want);
+    compare(g, what, std::vector<T>(all.begin() + g_rank * n, all.begin() + (g_rank + 1) * n), want, near);
   } else {
-    compare(g, what, recvBuf.download(g, what), want);
+    compare(g, what, recvBuf.download(g, what), want, near);
   }
 }
 
@@ -396,7 +461,7 @@ const std::vector<size_t> kCounts = {1, 2, 3, 5, 8, 31, 33, 100, 1023, 1025, 409
 
 template <typename T>
 void allReduceSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
-  for (mscclppRedOp_t op : {mscclppSum, mscclppMax, mscclppMin}) {
+  for (mscclppRedOp_t op : kOps) {
     Group g(std::string("allreduce ") + Type<T>::name + " " + opName(op));
     for (size_t n : kCounts)
       for (bool inPlace : {false, true})
@@ -412,7 +477,7 @@ void allReduceSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
 // ReduceScatter: every operator, 0 and kCounts elements per rank; with big, tens of MiB.
 template <typename T>
 void reduceScatterSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
-  for (mscclppRedOp_t op : {mscclppSum, mscclppMax, mscclppMin}) {
+  for (mscclppRedOp_t op : kOps) {
     Group g(std::string("reducescatter ") + Type<T>::name + " " + opName(op));
     checkReduceScatter<T>(g, comm, s, 0, op, false, 0);
     for (size_t n : kCounts)
@@ -616,16 +681,17 @@ void refusals(mscclppCollComm_t comm, cudaStream_t s) {
     mscclppResult_t got;
   } cases[] = {
       {"bad datatype", mscclppAllReduce(buf.data(), buf.data(), 4, static_cast<mscclppDataType_t>(12), mscclppSum, comm, s)},
-      {"bad op", mscclppAllReduce(buf.data(), buf.data(), 4, mscclppFloat32, static_cast<mscclppRedOp_t>(1), comm, s)},
+      {"bad op", mscclppAllReduce(buf.data(), buf.data(), 4, mscclppFloat32, static_cast<mscclppRedOp_t>(5), comm, s)},
       {"NULL buffer", mscclppAllReduce(nullptr, buf.data(), 4, mscclppFloat32, mscclppSum, comm, s)},
       {"misaligned float", mscclppAllReduce(reinterpret_cast<char*>(buf.data()) + 2, buf.data(), 4, mscclppFloat32, mscclppSum, comm, s)},
       {"overlapping buffers", mscclppAllReduce(buf.data(), buf.data() + 1, 8, mscclppFloat32, mscclppSum, comm, s)},
       {"allgather send inside recv, not at its part", mscclppAllGather(buf.data() + 1, buf.data(), 2, mscclppFloat32, comm, s)},
       {"NULL communicator", mscclppAllReduce(buf.data(), buf.data(), 4, mscclppFloat32, mscclppSum, nullptr, s)},
-      {"allreduce of uint8 (no reduction kernel)", mscclppAllReduce(buf.data(), buf.data(), 4, mscclppUint8, mscclppSum, comm, s)},
-      {"reducescatter of int64 (no reduction kernel)",
-       mscclppReduceScatter(buf.data(), buf.data() + 32, 2, mscclppInt64, mscclppSum, comm, s)},
-      {"reducescatter bad op", mscclppReduceScatter(buf.data(), buf.data() + 32, 2, mscclppFloat32, static_cast<mscclppRedOp_t>(1), comm, s)},
+      {"allreduce of fp8 (no reduction kernel)", mscclppAllReduce(buf.data(), buf.data(), 4, mscclppFloat8e4m3, mscclppSum, comm, s)},
+      {"reducescatter of fp8 (no reduction kernel)",
+       mscclppReduceScatter(buf.data(), buf.data() + 32, 2, mscclppFloat8e5m2, mscclppAvg, comm, s)},
+      {"reducescatter bad op", mscclppReduceScatter(buf.data(), buf.data() + 32, 2, mscclppFloat32, static_cast<mscclppRedOp_t>(5), comm, s)},
+      {"misaligned int64", mscclppAllReduce(reinterpret_cast<char*>(buf.data()) + 4, buf.data(), 4, mscclppInt64, mscclppProd, comm, s)},
       {"reducescatter recv overlapping another rank's block",
        mscclppReduceScatter(buf.data(), buf.data() + g_rank * 4 + 1, 4, mscclppFloat32, mscclppSum, comm, s)},
       {"broadcast root too large", mscclppBroadcast(buf.data(), buf.data(), 4, mscclppFloat32, g_nranks, comm, s)},
@@ -760,6 +826,10 @@ int main(int argc, char** argv) {
     allReduceSweep<int32_t>(c1.coll, s, false);
     allReduceSweep<uint32_t>(c1.coll, s, false);
     allReduceSweep<double>(c1.coll, s, false);
+    allReduceSweep<int8_t>(c1.coll, s, false);
+    allReduceSweep<uint8_t>(c1.coll, s, false);
+    allReduceSweep<int64_t>(c1.coll, s, false);
+    allReduceSweep<uint64_t>(c1.coll, s, false);
     allGatherSweep<float>(c1.coll, s, big);
     allGatherSweep<__half>(c1.coll, s, false);
     allGatherSweep<double>(c1.coll, s, false);
@@ -774,6 +844,10 @@ int main(int argc, char** argv) {
       reduceScatterSweep<int32_t>(c1.coll, s, false);
       reduceScatterSweep<uint32_t>(c1.coll, s, false);
       reduceScatterSweep<double>(c1.coll, s, false);
+      reduceScatterSweep<int8_t>(c1.coll, s, false);
+      reduceScatterSweep<uint8_t>(c1.coll, s, false);
+      reduceScatterSweep<int64_t>(c1.coll, s, false);
+      reduceScatterSweep<uint64_t>(c1.coll, s, false);
       broadcastSweep<float>(c1.coll, s, big);
       broadcastSweep<__half>(c1.coll, s, false);
       broadcastSweep<uint8_t>(c1.coll, s, big);
