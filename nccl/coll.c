@@ -20,15 +20,13 @@ static size_t typeSize(ncclDataType_t t) {
   }
 }
 
-/* The types this library's kernels reduce (collectives.h); AllGather and Broadcast move every
- * type. */
-static bool nativeReducible(ncclDataType_t t) {
-  return t == ncclInt32 || t == ncclUint32 || t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 ||
-         t == ncclBfloat16;
-}
+/* The types this library's kernels reduce (collectives.h): all but fp8. AllGather, Broadcast,
+ * Send/Recv and AlltoAll move every type. */
+static bool nativeReducible(ncclDataType_t t) { return typeSize(t) != 0 && t != ncclFloat8e4m3 && t != ncclFloat8e5m2; }
 
-/* The operators this library's kernels apply. */
-static bool nativeOp(ncclRedOp_t op) { return op == ncclSum || op == ncclMax || op == ncclMin; }
+/* The operators this library's kernels apply: the built-in ones (PreMulSum operators are the real
+ * NCCL's). */
+static bool nativeOp(ncclRedOp_t op) { return (int)op >= 0 && op < ncclNumOps; }
 
 /* The checks every call shares: a ready communicator, a known type, a count whose bytes (times
  * `blocks` per rank) fit a size_t, and buffers where there are bytes. */
