@@ -182,7 +182,7 @@ NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t 
   if (native) {
     /* An AllReduce whose result the other ranks write into a buffer of the communicator's. */
     void* out = recvbuff;
-    if (comm->rank != root) CHECK(shimReduceBuffer(comm, call, count * typeSize(datatype), &out));
+    if (comm->rank != root) CHECK(shimStagingBuffer(comm, call, count * typeSize(datatype), &out));
     return shimGroupError(nativeResult(comm, call, mscclppAllReduce(sendbuff, out, count, (mscclppDataType_t)datatype,
                                                                     (mscclppRedOp_t)op, comm->coll, stream)));
   }
@@ -197,10 +197,19 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
   bool native;
   ncclComm_t real;
   const shimRealNccl* nccl;
-  CHECK(route(comm, shimAlltoAll, sendbuff != recvbuff || count == 0, call, &native, &real, &nccl));
+  CHECK(route(comm, shimAlltoAll, true, call, &native, &real, &nccl));
   if (native) {
+    /* In place: the input is copied aside first (the library's AlltoAll takes separate buffers). */
+    const void* in = sendbuff;
+    if (sendbuff == recvbuff && count > 0) {
+      size_t bytes = count * typeSize(datatype) * (size_t)comm->nranks;
+      void* copy;
+      CHECK(shimStagingBuffer(comm, call, bytes, &copy));
+      CHECK(shimCopyAsync(comm, call, copy, sendbuff, bytes, stream));
+      in = copy;
+    }
     return shimGroupError(nativeResult(
-        comm, call, mscclppAlltoAll(sendbuff, recvbuff, count, (mscclppDataType_t)datatype, comm->coll, stream)));
+        comm, call, mscclppAlltoAll(in, recvbuff, count, (mscclppDataType_t)datatype, comm->coll, stream)));
   }
   if (nccl->ncclAlltoAll == NULL) {
     return shimGroupError(shimFail(ncclInvalidUsage, comm, call, "the real NCCL (%s) has no ncclAlltoAll", nccl->path));

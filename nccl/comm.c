@@ -39,7 +39,7 @@ static void commRelease(ncclComm_t comm, bool abort) {
     }
     comm->real = NULL;
   }
-  shimFreeReduceBuffer(comm);
+  shimFreeStagingBuffer(comm);
   if (comm->coll != NULL) mscclppCollCommDestroy(comm->coll);
   if (comm->communicator != NULL) mscclppCommunicatorDestroy(comm->communicator);
   if (comm->context != NULL) mscclppContextDestroy(comm->context);

@@ -23,6 +23,7 @@ static struct {
   CUresult (*primaryCtxRetain)(CUcontext*, int);
   CUresult (*memAlloc)(CUdeviceptr*, size_t);
   CUresult (*memFree)(CUdeviceptr);
+  CUresult (*memcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, void*);
   bool loaded;
 } drv;
 static pthread_once_t drvOnce = PTHREAD_ONCE_INIT;
@@ -38,8 +39,10 @@ static void loadDriver(void) {
   *(void**)&drv.primaryCtxRetain = dlsym(h, "cuDevicePrimaryCtxRetain");
   *(void**)&drv.memAlloc = dlsym(h, "cuMemAlloc_v2");
   *(void**)&drv.memFree = dlsym(h, "cuMemFree_v2");
+  *(void**)&drv.memcpyAsync = dlsym(h, "cuMemcpyDtoDAsync_v2");
   drv.loaded = drv.ctxGetCurrent && drv.ctxSetCurrent && drv.ctxGetDevice && drv.ctxSynchronize &&
-               drv.deviceGet && drv.primaryCtxRetain && drv.memAlloc && drv.memFree;
+               drv.deviceGet && drv.primaryCtxRetain && drv.memAlloc && drv.memFree &&
+               drv.memcpyAsync;
 }
 
 static bool driver(void) {
@@ -73,9 +76,9 @@ bool shimSetDevice(int device) {
 
 bool shimSynchronize(void) { return driver() && shimCurrentContext() != NULL && drv.ctxSynchronize() == cudaSuccess_; }
 
-ncclResult_t shimReduceBuffer(ncclComm_t comm, const char* call, size_t bytes, void** out) {
-  if (bytes <= comm->reduceBufferBytes) {
-    *out = comm->reduceBuffer;
+ncclResult_t shimStagingBuffer(ncclComm_t comm, const char* call, size_t bytes, void** out) {
+  if (bytes <= comm->stagingBytes) {
+    *out = comm->staging;
     return ncclSuccess;
   }
   if (!driver() || shimCurrentContext() == NULL) {
@@ -83,23 +86,31 @@ ncclResult_t shimReduceBuffer(ncclComm_t comm, const char* call, size_t bytes, v
   }
   /* Grow by doubling, so that sizes creeping up allocate rarely; the old buffer is freed after
    * the GPU is done with it (cuMemFree waits). */
-  size_t grown = comm->reduceBufferBytes ? comm->reduceBufferBytes : 1u << 20;
+  size_t grown = comm->stagingBytes ? comm->stagingBytes : 1u << 20;
   while (grown < bytes) grown *= 2;
   CUdeviceptr p = 0;
   CUresult r = drv.memAlloc(&p, grown);
   if (r != cudaSuccess_) {
-    return shimFail(ncclUnhandledCudaError, comm, call, "allocating the %zu-byte reduce buffer failed (CUDA error %d%s)", grown,
+    return shimFail(ncclUnhandledCudaError, comm, call, "allocating the %zu-byte staging buffer failed (CUDA error %d%s)", grown,
                     r, "; inside a CUDA graph capture, run one call of this size before capturing");
   }
-  shimFreeReduceBuffer(comm);
-  comm->reduceBuffer = (void*)(uintptr_t)p, comm->reduceBufferBytes = grown;
-  *out = comm->reduceBuffer;
+  shimFreeStagingBuffer(comm);
+  comm->staging = (void*)(uintptr_t)p, comm->stagingBytes = grown;
+  *out = comm->staging;
   return ncclSuccess;
 }
 
-void shimFreeReduceBuffer(ncclComm_t comm) {
-  if (comm->reduceBuffer != NULL && driver()) drv.memFree((CUdeviceptr)(uintptr_t)comm->reduceBuffer);
-  comm->reduceBuffer = NULL, comm->reduceBufferBytes = 0;
+ncclResult_t shimCopyAsync(ncclComm_t comm, const char* call, void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return ncclSuccess;
+  if (!driver()) return shimFail(ncclSystemError, comm, call, "the CUDA driver (libcuda.so.1) is not loadable");
+  CUresult r = drv.memcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes, stream);
+  if (r != cudaSuccess_) return shimFail(ncclUnhandledCudaError, comm, call, "cuMemcpyDtoDAsync failed (CUDA error %d)", r);
+  return ncclSuccess;
+}
+
+void shimFreeStagingBuffer(ncclComm_t comm) {
+  if (comm->staging != NULL && driver()) drv.memFree((CUdeviceptr)(uintptr_t)comm->staging);
+  comm->staging = NULL, comm->stagingBytes = 0;
 }
 
 /* ncclMemAlloc rounds sizes up to this: the copy engines write into a peer's allocation of another

@@ -75,8 +75,9 @@ struct ncclComm {
   mscclppCollComm_t coll;   /* the native path; NULL when unavailable (nativeWhy says why) */
   char nativeWhy[256];
 
-  void* reduceBuffer;       /* where ncclReduce's result goes on the other ranks than the root */
-  size_t reduceBufferBytes;
+  void* staging;            /* the layer's own GPU buffer: ncclReduce's result on the ranks other
+                             * than the root, an in-place ncclAlltoAll's copy of its input */
+  size_t stagingBytes;
 
   pthread_mutex_t mu;       /* guards real, the split counter and loggedKinds */
   ncclComm_t real;          /* the real NCCL's communicator, made on first need; NULL before */
@@ -125,12 +126,15 @@ bool shimSetContext(void* ctx);
 bool shimSetDevice(int device);
 /* Waits for the current context's work to finish. */
 bool shimSynchronize(void);
-/* A buffer of at least bytes for ncclReduce's result on the ranks other than the root, kept by
- * comm and grown (in the current context) when a call needs more: the first call of a size
- * allocates, so capture it in a CUDA graph only after such a call ran. */
-ncclResult_t shimReduceBuffer(ncclComm_t comm, const char* call, size_t bytes, void** out);
-/* Frees comm's reduce buffer. */
-void shimFreeReduceBuffer(ncclComm_t comm);
+/* comm's staging buffer, of at least bytes: kept by comm and grown (in the current context) when
+ * a call needs more, so the first call of a larger size allocates: capture such calls in a CUDA
+ * graph only after one ran. Calls of one communicator run one after the other on the GPU (as the
+ * library requires), so they may all use it. */
+ncclResult_t shimStagingBuffer(ncclComm_t comm, const char* call, size_t bytes, void** out);
+/* Queues a device-to-device copy on stream. */
+ncclResult_t shimCopyAsync(ncclComm_t comm, const char* call, void* dst, const void* src, size_t bytes, cudaStream_t stream);
+/* Frees comm's staging buffer. */
+void shimFreeStagingBuffer(ncclComm_t comm);
 
 /* ---- The real NCCL (real.c) ----------------------------------------------------------------- */
 

@@ -312,19 +312,20 @@ void broadcast(const Ctx& x, const TypeInfo& t, size_t n, int root, bool inPlace
   finish(c, res);
 }
 
-void allToAll(const Ctx& x, const TypeInfo& t, size_t n) {
-  Case c{std::string("alltoall ") + t.name + " n=" + std::to_string(n)};
+void allToAll(const Ctx& x, const TypeInfo& t, size_t n, bool inPlace) {
+  Case c{std::string("alltoall ") + t.name + " n=" + std::to_string(n) + (inPlace ? " in place" : "")};
   size_t total = n * g_nranks;
   Buffer send(t, total), recv(t, total);
   // Block j of rank r's input: what rank j receives from r.
   for (size_t i = 0; i < total; i++) put(t, send.host.data(), i, input(g_rank, i, ncclSum));
   send.upload();
   recv.fill(0);
-  ncclResult_t res = runCall(x, ncclAlltoAll(send.dev, recv.dev, n, t.type, x.comm, x.stream));
+  Buffer& out = inPlace ? send : recv;
+  ncclResult_t res = runCall(x, ncclAlltoAll(send.dev, out.dev, n, t.type, x.comm, x.stream));
   if (res == ncclSuccess) {
-    recv.download();
+    out.download();
     for (int r = 0; r < g_nranks; r++)
-      for (size_t i = 0; i < n; i++) c.expect(r * n + i, recv[r * n + i], input(r, g_rank * n + i, ncclSum));
+      for (size_t i = 0; i < n; i++) c.expect(r * n + i, out[r * n + i], input(r, g_rank * n + i, ncclSum));
   }
   finish(c, res);
 }
@@ -527,7 +528,8 @@ int main(int argc, char** argv) {
         for (int root : {0, lastRoot}) reduceToRoot(x, t, o, n, root);
   report("reduce");
   for (const auto& t : kTypes)
-    for (size_t n : ns) allToAll(x, t, n);
+    for (size_t n : ns)
+      for (int inPlace = 0; inPlace < 2; inPlace++) allToAll(x, t, n, inPlace);
   report("alltoall");
   for (const auto& t : kTypes)
     for (size_t n : ns) sendRecvRing(x, t, n);
