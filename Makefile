@@ -275,14 +275,20 @@ gpu-bundle: all tools ## build everything `make gpu-test` needs into build/ (nee
 		fi; \
 	done
 
-# The bundle as one compressed file (about 21 MB against 72 MB), for carrying to a GPU host with
+# The bundle as one compressed file (23 MB for the tests), for carrying to a GPU host with
 # a size limit: carry gpu/ instead of build/; the GPU-host scripts unpack it into build/ when
 # build/lib/libmscclpp.so is missing there.
 GPU_PACK := gpu/bundle.tar.xz
 
-gpu-pack: gpu-bundle ## gpu-bundle, packed into gpu/bundle.tar.xz
+# What the bundle holds: the checkout is about 36 MB since the kernels' PTX grew (32 MB), so the
+# tests' bundle (23 MB) and the tools' (bin/: mscclpp-bench and the Go example, each embedding the
+# kernels) no longer fit the 64 MiB limit together: GPU_PACK_DIRS="lib include bin" packs for
+# `make gpu-bench`.
+GPU_PACK_DIRS ?= lib include gotest
+
+gpu-pack: gpu-bundle ## gpu-bundle, packed into gpu/bundle.tar.xz (GPU_PACK_DIRS: which folders of build/)
 	@mkdir -p $(dir $(GPU_PACK))
-	XZ_OPT=-T0 tar -cJf $(GPU_PACK) -C $(BUILD) lib include gotest bin
+	XZ_OPT=-T0 tar -cJf $(GPU_PACK) -C $(BUILD) $(GPU_PACK_DIRS)
 	@ls -l $(GPU_PACK)
 
 gpu-bench: ## on the GPU host: build and run the benchmarks against build/ (ARGS=... passes options)

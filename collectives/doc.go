@@ -1,5 +1,5 @@
-// Package collectives implements AllReduce, AllGather, ReduceScatter and Broadcast on the memory
-// channels of package channels, with the kernels of package kernels.
+// Package collectives implements AllReduce, AllGather, ReduceScatter, Broadcast, Send/Recv and
+// AlltoAll on the memory channels of package channels, with the kernels of package kernels.
 //
 // A Comm is built once per rank over a core.Communicator (collective: every rank calls New):
 // it connects to every peer over CUDA IPC, allocates and exchanges a scratch buffer (about 512
@@ -14,8 +14,10 @@
 // rank's own part of recvbuf); ReduceScatter reduces block r (recvCount elements at
 // r*recvCount) of every rank's sendbuf into recvbuf on rank r (in place when recvbuf is the rank's
 // own block of sendbuf); Broadcast copies count elements of the root's sendbuf into every rank's
-// recvbuf (in place when they are equal). Every type moves; AllReduce and ReduceScatter reduce
-// int32, uint32, float16, bfloat16, float32 and float64 only (DataType.Reducible). Buffers are
+// recvbuf (in place when they are equal); SendRecv runs a set of sends and receives with any
+// peers as one call, matched with the peers' in order per pair of ranks (p2p.go), and AlltoAll
+// sends block j of sendbuf to rank j. Every type moves; AllReduce and ReduceScatter reduce with
+// sum, prod, max, min and avg every type but fp8 (DataType.Reducible). Buffers are
 // device memory of the Comm's GPU, aligned to their element size; any count works. Every rank must issue the same calls in the same order, and the
 // calls of one Comm must run one after the other on the GPU: queue them on one stream (or order
 // their streams with events). For collectives that overlap, use one Comm per stream.

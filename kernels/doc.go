@@ -8,12 +8,16 @@
 // all modules on an H200, then cached in the driver's compute cache). Built with the
 // mscclpp_sass tag, as make builds the library, the package embeds instead the fatbins that
 // `make fatbins` makes of the PTX under fatbin/: the PTX, and for the large modules, which take
-// the driver seconds each, machine code for sm_80 and sm_90 (loaded in milliseconds); the small
-// ones (2-3.5 s together) are left to the driver's compiler, newer than the toolkit's, whose
-// code for the small-message kernels measured faster. ImageFormat says which this build holds.
+// the driver seconds each, machine code for sm_80 and sm_90 (loaded in milliseconds); the others
+// are left to the driver's compiler, newer than the toolkit's, whose code for the small-message
+// kernels measured faster. That was 2-3.5 s together before the reducing kernels took five
+// operators and ten types; since, the driver's first compile of them took 31-33 s on an H100
+// (cached afterwards): to be trimmed. ImageFormat says which this build holds.
 //
-// Every kernel takes one parameter, the coll::Args struct of src/common.cuh (mirrored by the
-// collectives package). The kernels that reduce (AllReduce, ReduceScatter) have one entry point
-// per element type, named <prefix>_<type suffix> (f32, f16, bf16, i32, u32, f64); those that only
-// move data (AllGather, Broadcast) take a byte count, one entry point for every type.
+// Every collective kernel takes one parameter, the coll::Args struct of src/common.cuh
+// (mirrored by the collectives package); the point-to-point kernel (src/sendrecv.cu) takes its
+// own coll::P2PArgs. The kernels that reduce (AllReduce, ReduceScatter) have one entry point per
+// element type, named <prefix>_<type suffix> (i8, u8, i32, u32, i64, u64, f16, bf16, f32, f64),
+// the operator being an argument; those that only move data (AllGather, Broadcast, Send/Recv)
+// take a byte count, one entry point for every type.
 package kernels
