@@ -58,20 +58,26 @@ static ncclResult_t checkRank(ncclComm_t comm, const char* call, const char* wha
   return ncclSuccess;
 }
 
-/* Where a call goes: native (true) or the real NCCL (false, with its communicator). */
-static ncclResult_t route(ncclComm_t comm, shimKind kind, bool servable, const char* call, bool* native,
-                          ncclComm_t* real, const shimRealNccl** nccl) {
-  *native = servable && comm->coll != NULL && !(comm->cfg.forced & (1u << kind));
+/* Where a call goes: this library (native), or the real NCCL with its communicator. */
+typedef struct {
+  bool native;
+  ncclComm_t real;
+  const shimRealNccl* nccl;
+} callPath;
+
+/* The path of a call of kind that this library could serve (servable) or not. */
+static ncclResult_t route(ncclComm_t comm, shimKind kind, bool servable, const char* call, callPath* p) {
+  p->native = servable && comm->coll != NULL && !(comm->cfg.forced & (1u << kind));
   ncclResult_t res = ncclSuccess;
-  if (!*native) {
-    res = shimRealComm(comm, call, real, nccl);
-    if (res == ncclSuccess && shimInGroup()) res = shimJoinRealGroup(*nccl);
+  if (!p->native) {
+    res = shimRealComm(comm, call, &p->real, &p->nccl);
+    if (res == ncclSuccess && shimInGroup()) res = shimJoinRealGroup(p->nccl);
   }
   if (res == ncclSuccess && !(atomic_load_explicit(&comm->loggedKinds, memory_order_relaxed) & (1u << kind))) {
     uint32_t was = atomic_fetch_or(&comm->loggedKinds, 1u << kind);
     if (!(was & (1u << kind))) {
-      shimLog(shimLogInfo, comm, "%s runs on %s%s", shimKindName(kind), *native ? "this library" : "the real NCCL",
-              *native ? "" : (comm->cfg.forced & (1u << kind)) ? " (MSCCLPP_NCCL_FALLBACK)" : " (no native path for it)");
+      shimLog(shimLogInfo, comm, "%s runs on %s%s", shimKindName(kind), p->native ? "this library" : "the real NCCL",
+              p->native ? "" : (comm->cfg.forced & (1u << kind)) ? " (MSCCLPP_NCCL_FALLBACK)" : " (no native path for it)");
     }
   }
   return res;
@@ -82,9 +88,6 @@ static ncclResult_t nativeResult(ncclComm_t comm, const char* call, mscclppResul
   if (m == mscclppSuccess) return ncclSuccess;
   return shimFail(shimResult(m), comm, call, "%s (the library's log says why)", mscclppGetErrorString(m));
 }
-
-/* A real NCCL call's result; inside a group its error is also the group's. */
-static ncclResult_t realResult(ncclResult_t res) { return shimInGroup() ? shimGroupError(res) : res; }
 
 /* Returns res from a call, recording it as the group's error inside a group. */
 #define CHECK(expr)                                   \
@@ -99,15 +102,13 @@ NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size
   SHIM_FOREIGN(call, comm, ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
   CHECK(checkCall(comm, call, datatype, count, 1, sendbuff, recvbuff));
   CHECK(checkOp(comm, call, op));
-  bool native;
-  ncclComm_t real;
-  const shimRealNccl* nccl;
-  CHECK(route(comm, shimAllReduce, nativeReducible(datatype) && nativeOp(op), call, &native, &real, &nccl));
-  if (native) {
+  callPath p;
+  CHECK(route(comm, shimAllReduce, nativeReducible(datatype) && nativeOp(op), call, &p));
+  if (p.native) {
     return shimGroupError(nativeResult(comm, call, mscclppAllReduce(sendbuff, recvbuff, count, (mscclppDataType_t)datatype,
                                                                     (mscclppRedOp_t)op, comm->coll, stream)));
   }
-  return realResult(nccl->ncclAllReduce(sendbuff, recvbuff, count, datatype, op, real, stream));
+  return shimGroupError(p.nccl->ncclAllReduce(sendbuff, recvbuff, count, datatype, op, p.real, stream));
 }
 
 NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
@@ -115,15 +116,13 @@ NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size
   const char* call = "ncclAllGather";
   SHIM_FOREIGN(call, comm, ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream);
   CHECK(checkCall(comm, call, datatype, sendcount, (size_t)comm->nranks, sendbuff, recvbuff));
-  bool native;
-  ncclComm_t real;
-  const shimRealNccl* nccl;
-  CHECK(route(comm, shimAllGather, true, call, &native, &real, &nccl));
-  if (native) {
+  callPath p;
+  CHECK(route(comm, shimAllGather, true, call, &p));
+  if (p.native) {
     return shimGroupError(nativeResult(
         comm, call, mscclppAllGather(sendbuff, recvbuff, sendcount, (mscclppDataType_t)datatype, comm->coll, stream)));
   }
-  return realResult(nccl->ncclAllGather(sendbuff, recvbuff, sendcount, datatype, real, stream));
+  return shimGroupError(p.nccl->ncclAllGather(sendbuff, recvbuff, sendcount, datatype, p.real, stream));
 }
 
 NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
@@ -132,16 +131,14 @@ NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, 
   SHIM_FOREIGN(call, comm, ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
   CHECK(checkCall(comm, call, datatype, recvcount, (size_t)comm->nranks, sendbuff, recvbuff));
   CHECK(checkOp(comm, call, op));
-  bool native;
-  ncclComm_t real;
-  const shimRealNccl* nccl;
-  CHECK(route(comm, shimReduceScatter, nativeReducible(datatype) && nativeOp(op), call, &native, &real, &nccl));
-  if (native) {
+  callPath p;
+  CHECK(route(comm, shimReduceScatter, nativeReducible(datatype) && nativeOp(op), call, &p));
+  if (p.native) {
     return shimGroupError(nativeResult(comm, call,
                                        mscclppReduceScatter(sendbuff, recvbuff, recvcount, (mscclppDataType_t)datatype,
                                                             (mscclppRedOp_t)op, comm->coll, stream)));
   }
-  return realResult(nccl->ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, real, stream));
+  return shimGroupError(p.nccl->ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, p.real, stream));
 }
 
 NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -151,15 +148,13 @@ NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size
   CHECK(checkRank(comm, call, "root", root));
   /* Only the root reads sendbuff. */
   CHECK(checkCall(comm, call, datatype, count, 1, comm->rank == root ? sendbuff : recvbuff, recvbuff));
-  bool native;
-  ncclComm_t real;
-  const shimRealNccl* nccl;
-  CHECK(route(comm, shimBroadcast, true, call, &native, &real, &nccl));
-  if (native) {
+  callPath p;
+  CHECK(route(comm, shimBroadcast, true, call, &p));
+  if (p.native) {
     return shimGroupError(nativeResult(
         comm, call, mscclppBroadcast(sendbuff, recvbuff, count, (mscclppDataType_t)datatype, root, comm->coll, stream)));
   }
-  return realResult(nccl->ncclBroadcast(sendbuff, recvbuff, count, datatype, root, real, stream));
+  return shimGroupError(p.nccl->ncclBroadcast(sendbuff, recvbuff, count, datatype, root, p.real, stream));
 }
 
 NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
@@ -175,18 +170,16 @@ NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t 
   /* Only the root writes recvbuff. */
   CHECK(checkCall(comm, call, datatype, count, 1, sendbuff, comm->rank == root ? recvbuff : sendbuff));
   CHECK(checkOp(comm, call, op));
-  bool native;
-  ncclComm_t real;
-  const shimRealNccl* nccl;
-  CHECK(route(comm, shimReduce, nativeReducible(datatype) && nativeOp(op), call, &native, &real, &nccl));
-  if (native) {
+  callPath p;
+  CHECK(route(comm, shimReduce, nativeReducible(datatype) && nativeOp(op), call, &p));
+  if (p.native) {
     /* An AllReduce whose result the other ranks write into a buffer of the communicator's. */
     void* out = recvbuff;
     if (comm->rank != root) CHECK(shimStagingBuffer(comm, call, count * typeSize(datatype), &out));
     return shimGroupError(nativeResult(comm, call, mscclppAllReduce(sendbuff, out, count, (mscclppDataType_t)datatype,
                                                                     (mscclppRedOp_t)op, comm->coll, stream)));
   }
-  return realResult(nccl->ncclReduce(sendbuff, recvbuff, count, datatype, op, root, real, stream));
+  return shimGroupError(p.nccl->ncclReduce(sendbuff, recvbuff, count, datatype, op, root, p.real, stream));
 }
 
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -194,11 +187,9 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
   const char* call = "ncclAlltoAll";
   SHIM_FOREIGN(call, comm, ncclAlltoAll, sendbuff, recvbuff, count, datatype, comm, stream);
   CHECK(checkCall(comm, call, datatype, count, (size_t)comm->nranks, sendbuff, recvbuff));
-  bool native;
-  ncclComm_t real;
-  const shimRealNccl* nccl;
-  CHECK(route(comm, shimAlltoAll, true, call, &native, &real, &nccl));
-  if (native) {
+  callPath p;
+  CHECK(route(comm, shimAlltoAll, true, call, &p));
+  if (p.native) {
     /* In place: the input is copied aside first (the library's AlltoAll takes separate buffers). */
     const void* in = sendbuff;
     if (sendbuff == recvbuff && count > 0) {
@@ -211,10 +202,10 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
     return shimGroupError(nativeResult(
         comm, call, mscclppAlltoAll(in, recvbuff, count, (mscclppDataType_t)datatype, comm->coll, stream)));
   }
-  if (nccl->ncclAlltoAll == NULL) {
-    return shimGroupError(shimFail(ncclInvalidUsage, comm, call, "the real NCCL (%s) has no ncclAlltoAll", nccl->path));
+  if (p.nccl->ncclAlltoAll == NULL) {
+    return shimGroupError(shimFail(ncclInvalidUsage, comm, call, "the real NCCL (%s) has no ncclAlltoAll", p.nccl->path));
   }
-  return realResult(nccl->ncclAlltoAll(sendbuff, recvbuff, count, datatype, real, stream));
+  return shimGroupError(p.nccl->ncclAlltoAll(sendbuff, recvbuff, count, datatype, p.real, stream));
 }
 
 NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -223,14 +214,12 @@ NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t 
   SHIM_FOREIGN(call, comm, ncclGather, sendbuff, recvbuff, count, datatype, root, comm, stream);
   CHECK(checkRank(comm, call, "root", root));
   CHECK(checkCall(comm, call, datatype, count, (size_t)comm->nranks, sendbuff, comm->rank == root ? recvbuff : sendbuff));
-  bool native;
-  ncclComm_t real;
-  const shimRealNccl* nccl;
-  CHECK(route(comm, shimGather, false, call, &native, &real, &nccl));
-  if (nccl->ncclGather == NULL) {
-    return shimGroupError(shimFail(ncclInvalidUsage, comm, call, "the real NCCL (%s) has no ncclGather", nccl->path));
+  callPath p;
+  CHECK(route(comm, shimGather, false, call, &p));
+  if (p.nccl->ncclGather == NULL) {
+    return shimGroupError(shimFail(ncclInvalidUsage, comm, call, "the real NCCL (%s) has no ncclGather", p.nccl->path));
   }
-  return realResult(nccl->ncclGather(sendbuff, recvbuff, count, datatype, root, real, stream));
+  return shimGroupError(p.nccl->ncclGather(sendbuff, recvbuff, count, datatype, root, p.real, stream));
 }
 
 NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -239,14 +228,12 @@ NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t
   SHIM_FOREIGN(call, comm, ncclScatter, sendbuff, recvbuff, count, datatype, root, comm, stream);
   CHECK(checkRank(comm, call, "root", root));
   CHECK(checkCall(comm, call, datatype, count, (size_t)comm->nranks, comm->rank == root ? sendbuff : recvbuff, recvbuff));
-  bool native;
-  ncclComm_t real;
-  const shimRealNccl* nccl;
-  CHECK(route(comm, shimScatter, false, call, &native, &real, &nccl));
-  if (nccl->ncclScatter == NULL) {
-    return shimGroupError(shimFail(ncclInvalidUsage, comm, call, "the real NCCL (%s) has no ncclScatter", nccl->path));
+  callPath p;
+  CHECK(route(comm, shimScatter, false, call, &p));
+  if (p.nccl->ncclScatter == NULL) {
+    return shimGroupError(shimFail(ncclInvalidUsage, comm, call, "the real NCCL (%s) has no ncclScatter", p.nccl->path));
   }
-  return realResult(nccl->ncclScatter(sendbuff, recvbuff, count, datatype, root, real, stream));
+  return shimGroupError(p.nccl->ncclScatter(sendbuff, recvbuff, count, datatype, root, p.real, stream));
 }
 
 NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
@@ -255,15 +242,13 @@ NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataTyp
   SHIM_FOREIGN(call, comm, ncclSend, sendbuff, count, datatype, peer, comm, stream);
   CHECK(checkRank(comm, call, "peer", peer));
   CHECK(checkCall(comm, call, datatype, count, 1, sendbuff, sendbuff));
-  bool native;
-  ncclComm_t real;
-  const shimRealNccl* nccl;
-  CHECK(route(comm, shimSendRecv, true, call, &native, &real, &nccl));
-  if (native) {
+  callPath p;
+  CHECK(route(comm, shimSendRecv, true, call, &p));
+  if (p.native) {
     mscclppP2POp op = {peer, 1, (void*)sendbuff, count, (mscclppDataType_t)datatype};
     return shimGroupError(shimP2P(comm, stream, &op));
   }
-  return realResult(nccl->ncclSend(sendbuff, count, datatype, peer, real, stream));
+  return shimGroupError(p.nccl->ncclSend(sendbuff, count, datatype, peer, p.real, stream));
 }
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
@@ -272,13 +257,11 @@ NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t da
   SHIM_FOREIGN(call, comm, ncclRecv, recvbuff, count, datatype, peer, comm, stream);
   CHECK(checkRank(comm, call, "peer", peer));
   CHECK(checkCall(comm, call, datatype, count, 1, recvbuff, recvbuff));
-  bool native;
-  ncclComm_t real;
-  const shimRealNccl* nccl;
-  CHECK(route(comm, shimSendRecv, true, call, &native, &real, &nccl));
-  if (native) {
+  callPath p;
+  CHECK(route(comm, shimSendRecv, true, call, &p));
+  if (p.native) {
     mscclppP2POp op = {peer, 0, recvbuff, count, (mscclppDataType_t)datatype};
     return shimGroupError(shimP2P(comm, stream, &op));
   }
-  return realResult(nccl->ncclRecv(recvbuff, count, datatype, peer, real, stream));
+  return shimGroupError(p.nccl->ncclRecv(recvbuff, count, datatype, peer, p.real, stream));
 }

@@ -544,6 +544,7 @@ NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
 
 NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
   SHIM_FOREIGN("ncclCommCuDevice", comm, ncclCommCuDevice, comm, device);
+  /* The device is known once a nonblocking init is done: wait for it before reading it. */
   ncclResult_t res = shimCommReady(comm, "ncclCommCuDevice");
   return res != ncclSuccess ? res : commQuery(comm, device, "ncclCommCuDevice", comm->device);
 }

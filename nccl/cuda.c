@@ -17,7 +17,6 @@ enum { cudaSuccess_ = 0 };
 static struct {
   CUresult (*ctxGetCurrent)(CUcontext*);
   CUresult (*ctxSetCurrent)(CUcontext);
-  CUresult (*ctxGetDevice)(int*);
   CUresult (*ctxSynchronize)(void);
   CUresult (*deviceGet)(int*, int);
   CUresult (*primaryCtxRetain)(CUcontext*, int);
@@ -33,14 +32,13 @@ static void loadDriver(void) {
   if (h == NULL) return;
   *(void**)&drv.ctxGetCurrent = dlsym(h, "cuCtxGetCurrent");
   *(void**)&drv.ctxSetCurrent = dlsym(h, "cuCtxSetCurrent");
-  *(void**)&drv.ctxGetDevice = dlsym(h, "cuCtxGetDevice");
   *(void**)&drv.ctxSynchronize = dlsym(h, "cuCtxSynchronize");
   *(void**)&drv.deviceGet = dlsym(h, "cuDeviceGet");
   *(void**)&drv.primaryCtxRetain = dlsym(h, "cuDevicePrimaryCtxRetain");
   *(void**)&drv.memAlloc = dlsym(h, "cuMemAlloc_v2");
   *(void**)&drv.memFree = dlsym(h, "cuMemFree_v2");
   *(void**)&drv.memcpyAsync = dlsym(h, "cuMemcpyDtoDAsync_v2");
-  drv.loaded = drv.ctxGetCurrent && drv.ctxSetCurrent && drv.ctxGetDevice && drv.ctxSynchronize &&
+  drv.loaded = drv.ctxGetCurrent && drv.ctxSetCurrent && drv.ctxSynchronize &&
                drv.deviceGet && drv.primaryCtxRetain && drv.memAlloc && drv.memFree &&
                drv.memcpyAsync;
 }
@@ -54,12 +52,6 @@ void* shimCurrentContext(void) {
   CUcontext ctx = NULL;
   if (driver() && drv.ctxGetCurrent(&ctx) != cudaSuccess_) ctx = NULL;
   return ctx;
-}
-
-int shimCurrentDevice(void) {
-  int dev = -1;
-  if (!driver() || shimCurrentContext() == NULL || drv.ctxGetDevice(&dev) != cudaSuccess_) return -1;
-  return dev;
 }
 
 bool shimSetContext(void* ctx) { return driver() && drv.ctxSetCurrent(ctx) == cudaSuccess_; }

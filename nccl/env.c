@@ -107,8 +107,6 @@ void shimLog(shimLogLevel level, ncclComm_t comm, const char* fmt, ...) {
 
 static _Thread_local char lastError[1024];
 
-const char* shimLastError(void) { return lastError; }
-
 ncclResult_t shimFail(ncclResult_t res, ncclComm_t comm, const char* call, const char* fmt, ...) {
   char msg[768];
   va_list ap;

@@ -97,8 +97,6 @@ struct ncclComm {
  * and returns res. */
 ncclResult_t shimFail(ncclResult_t res, ncclComm_t comm, const char* call, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* The thread's last error message ("" when none). */
-const char* shimLastError(void);
 /* Maps a libmscclpp result to NCCL's (the values are the same; kept explicit). */
 ncclResult_t shimResult(mscclppResult_t res);
 
@@ -118,8 +116,6 @@ ncclResult_t shimCommReady(ncclComm_t comm, const char* call);
 
 /* The calling thread's current CUDA context (NULL: none, or no driver). */
 void* shimCurrentContext(void);
-/* The device of the calling thread's current context; -1 when there is none. */
-int shimCurrentDevice(void);
 /* Makes ctx current on the calling thread. */
 bool shimSetContext(void* ctx);
 /* Makes device's primary context current on the calling thread (what cudaSetDevice does). */
