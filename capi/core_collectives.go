@@ -101,6 +101,43 @@ func mscclppCollDeregister(comm C.mscclppCollComm_t, reg C.mscclppCollRegistrati
 	})
 }
 
+//export mscclppCollCommAbort
+func mscclppCollCommAbort(comm C.mscclppCollComm_t) C.mscclppResult_t {
+	return call("mscclppCollCommAbort", func() error {
+		c, err := collComms.lookup(unsafe.Pointer(comm))
+		if err != nil {
+			return err
+		}
+		c.Abort()
+		return nil
+	})
+}
+
+//export mscclppCollCommGetAsyncError
+func mscclppCollCommGetAsyncError(comm C.mscclppCollComm_t, asyncError *C.mscclppResult_t, reason *C.char,
+	reasonBytes C.size_t) C.mscclppResult_t {
+	return call("mscclppCollCommGetAsyncError", func() error {
+		if asyncError == nil {
+			return invalidArg("asyncError is NULL")
+		}
+		c, err := collComms.lookup(unsafe.Pointer(comm))
+		if err != nil {
+			return err
+		}
+		failure := c.Err()
+		*asyncError = toResult(failure)
+		if reason != nil && reasonBytes > 0 {
+			msg := ""
+			if failure != nil {
+				msg = failure.Error()
+			}
+			dst := unsafe.Slice((*byte)(unsafe.Pointer(reason)), int(reasonBytes))
+			dst[copy(dst[:len(dst)-1], msg)] = 0
+		}
+		return nil
+	})
+}
+
 // collCommQuery writes one property of a collective communicator to *out.
 func collCommQuery(op string, comm C.mscclppCollComm_t, out *C.int, get func(c *collectives.Comm) int) C.mscclppResult_t {
 	return call(op, func() error {

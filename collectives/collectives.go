@@ -24,7 +24,7 @@ func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op O
 		return nil
 	}
 	forced, _ := forcedAlgorithms()
-	x := call{args: c.args, local: recv, bytes: bytes,
+	x := call{kind: callAllReduce, args: c.args, local: recv, bytes: bytes,
 		send: span{send, bytes}, recv: span{recv, bytes},
 		choose: func(reg registered) plan { return chooseAllReduce(bytes, dt, c.nRanks, c.maxGrid, reg, forced) }}
 	x.args.Send, x.args.Recv, x.args.Count, x.args.Op = uintptr(send), uintptr(recv), uint64(count), uint64(op)
@@ -52,7 +52,7 @@ func (c *Comm) AllGather(send, recv cuda.DevicePtr, sendCount int, dt DataType, 
 		return nil
 	}
 	_, forced := forcedAlgorithms()
-	x := call{args: c.args, local: mine, bytes: bytes, recv: span{recv, bytes * uint64(c.nRanks)},
+	x := call{kind: callAllGather, args: c.args, local: mine, bytes: bytes, recv: span{recv, bytes * uint64(c.nRanks)},
 		choose: func(reg registered) plan {
 			return chooseAllGather(bytes, c.nRanks, c.maxGrid, reg, send == mine, forced)
 		}}
@@ -87,7 +87,7 @@ func (c *Comm) ReduceScatter(send, recv cuda.DevicePtr, recvCount int, dt DataTy
 		return nil
 	}
 	// With one rank, launch copies from Send to local: this rank's part is the whole input.
-	x := call{args: c.args, local: recv, bytes: bytes,
+	x := call{kind: callReduceScatter, args: c.args, local: recv, bytes: bytes,
 		choose: func(registered) plan { return chooseReduceScatter(bytes, dt, c.nRanks, c.maxGrid) }}
 	x.args.Send, x.args.Recv, x.args.Count, x.args.Op = uintptr(send), uintptr(recv), uint64(recvCount), uint64(op)
 	if err := c.launch(&x, s); err != nil {
@@ -113,7 +113,7 @@ func (c *Comm) Broadcast(send, recv cuda.DevicePtr, count int, dt DataType, root
 	if count == 0 {
 		return nil
 	}
-	x := call{args: c.args, local: recv, bytes: bytes,
+	x := call{kind: callBroadcast, args: c.args, local: recv, bytes: bytes,
 		choose: func(registered) plan { return chooseBroadcast(bytes, c.nRanks, c.maxGrid) }}
 	x.args.Send, x.args.Recv, x.args.Count, x.args.Op = uintptr(send), uintptr(recv), bytes, uint64(root)
 	if err := c.launch(&x, s); err != nil {
@@ -131,6 +131,7 @@ type span struct {
 // call is one collective, ready to launch but for the choice of its algorithm, which depends on
 // the registrations.
 type call struct {
+	kind   callKind
 	args   kernelArgs
 	send   span                  // the send buffer, where zero-copy reads it (size 0: it does not)
 	recv   span                  // the receive buffer
@@ -148,6 +149,10 @@ func (c *Comm) launch(x *call, s cuda.Stream) error {
 	if c.closed {
 		return ErrClosed
 	}
+	if err := c.checkUsable(); err != nil {
+		return err
+	}
+	c.abort.lastCall.Store(uint32(x.kind))
 	if c.nRanks == 1 {
 		if cuda.DevicePtr(x.args.Send) == x.local {
 			return nil

@@ -56,6 +56,8 @@ type Comm struct {
 	regTable cuda.DevicePtr                  // coll::Registration [maxRegistrations][nRanks]; 0 before the first
 	regSlots [maxRegistrations]*Registration // by table row; nil: free
 	regs     []*Registration                 // the open registrations, sorted by address
+
+	abort abortState // ending waits for peers that will never come (abort.go)
 }
 
 // layout is where things are in a scratch buffer, the same on every rank.
@@ -148,11 +150,16 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 		Channels: uintptr(c.channels), Scratch: uintptr(c.scratch), State: uintptr(c.state),
 		Rank: uint64(c.rank), NRanks: uint64(c.nRanks), SlotBytes: lay.slotBytes, ChunkBytes: lay.chunkBytes,
 		DataOffset: lay.dataOffset, MaxSpins: config.CollMaxSpins.Get(), DescOffset: lay.descOffset,
+		Abort: uintptr(c.abort.dev),
 	}
 	if c.ports != nil {
 		c.args.Ports, c.args.PortRows = uintptr(c.ports.table), uint64(c.ports.rows)
 	}
 	c.p2pArgs.Rank, c.p2pArgs.NRanks, c.p2pArgs.MaxSpins = uint64(c.rank), uint64(c.nRanks), c.args.MaxSpins
+	c.p2pArgs.Abort = c.args.Abort
+	if c.nRanks > 1 {
+		c.startWatchdog(b)
+	}
 	c.log.Info("collective communicator ready", "gpu", device, "ranks", c.nRanks, "scratchBytes", lay.total,
 		"chunkBytes", lay.chunkBytes, "maxGrid", c.maxGrid, "took", time.Since(start).Round(time.Millisecond))
 	return c, nil
@@ -238,6 +245,9 @@ func (c *Comm) Device() int { return c.device }
 // allocate loads the kernels and allocates the zeroed scratch and state. The GPU's context is current.
 func (c *Comm) allocate(lay layout) error {
 	if err := c.loadModules(); err != nil {
+		return err
+	}
+	if err := c.allocAbortWords(); err != nil {
 		return err
 	}
 	// Resolve every entry point now: nothing but the launch happens in a call (which may be
@@ -471,6 +481,7 @@ func (c *Comm) Close() error {
 		return ErrClosed
 	}
 	c.closed = true
+	c.stopWatchdog()
 	return c.release()
 }
 
@@ -496,6 +507,7 @@ func (c *Comm) release() error {
 		for _, m := range c.modules {
 			errList = append(errList, m.Unload())
 		}
+		errList = append(errList, c.freeAbortWords())
 		return errors.Join(errList...)
 	}))
 	errList = append(errList, c.pctx.Release())

@@ -57,6 +57,11 @@
 // in the same order on every rank) maps a buffer into every peer, and large calls whose buffers
 // lie in registered buffers on every rank (AllReduce: send and recv; AllGather: recv) then move
 // data straight between the ranks' buffers. A call whose ranks disagree about registration fails
-// on the GPU rather than writing astray: its kernels trap after MSCCLPP_COLL_MAX_SPINS polls of a
-// message that never comes (minutes by default; docs/CONFIG.md).
+// on the GPU rather than writing astray: its kernels trap, or give up after MSCCLPP_COLL_MAX_SPINS
+// polls.
+//
+// No call waits for ever for a peer that will not come (abort.go): when a peer's bootstrap link
+// ends, or Abort is called, the kernels waiting for a peer give up within milliseconds, and Err
+// (and every later call) names the failure; a kernel that polls MSCCLPP_COLL_MAX_SPINS times for a
+// frozen peer gives up too (docs/CONFIG.md). The CUDA context stays usable.
 package collectives

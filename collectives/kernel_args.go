@@ -29,9 +29,10 @@ type kernelArgs struct {
 	DescOffset uint64  // where the descriptor packets start in the scratch
 	Ports      uintptr // copy engine: PortChannelDeviceHandle [2*PortRows][nRanks-1] (ports.go)
 	PortRows   uint64  // registrations [0, PortRows) may have port channels
+	Abort      uintptr // the Comm's abort words, host memory mapped into the device (abort.go)
 }
 
-const kernelArgsBytes = 152
+const kernelArgsBytes = 160
 
 // bytes is the parameter as the kernel receives it.
 func (a *kernelArgs) bytes() []byte {

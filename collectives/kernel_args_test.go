@@ -9,7 +9,7 @@ import (
 )
 
 // TestKernelArgsLayout: every field of the mirror is 8 bytes at 8*i, as coll::Args declares
-// them (the C++ side static_asserts sizeof(Args) == 152 and offsetof(portRows) == 144).
+// them (the C++ side static_asserts sizeof(Args) == 160 and offsetof(abort) == 152).
 func TestKernelArgsLayout(t *testing.T) {
 	var a kernelArgs
 	assert.Equal(t, uintptr(kernelArgsBytes), unsafe.Sizeof(a))
@@ -24,6 +24,6 @@ func TestKernelArgsLayout(t *testing.T) {
 		assert.Equal(t, uintptr(8), f.Type.Size(), f.Name)
 		off += 8
 	}
-	assert.Equal(t, "PortRows", typ.Field(typ.NumField()-1).Name)
+	assert.Equal(t, "Abort", typ.Field(typ.NumField()-1).Name)
 	assert.Len(t, a.bytes(), kernelArgsBytes)
 }

@@ -79,11 +79,12 @@ type p2pArgs struct {
 	Rank     uint64
 	NRanks   uint64
 	MaxSpins int64
+	Abort    uintptr // the Comm's abort words (abort.go)
 	NEntries uint64
 	Entries  [maxP2PPeers]p2pEntry
 }
 
-const p2pArgsBytes = 48 + 40*maxP2PPeers
+const p2pArgsBytes = 56 + 40*maxP2PPeers
 
 func (a *p2pArgs) bytes() []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(a)), unsafe.Sizeof(*a))
@@ -280,9 +281,13 @@ func (c *Comm) launchP2P(peers map[int]*p2pPeer, order []int, s cuda.Stream) err
 	if c.closed {
 		return ErrClosed
 	}
+	if err := c.checkUsable(); err != nil {
+		return err
+	}
 	if items == 0 {
 		return nil
 	}
+	c.abort.lastCall.Store(uint32(callSendRecv))
 	f, ok := c.funcs[p2pKernel]
 	if !ok {
 		return fmt.Errorf("kernel %s was not loaded: %w", p2pKernel, errs.ErrInternal)

@@ -21,7 +21,7 @@ func TestP2PArgsLayout(t *testing.T) {
 	var a p2pArgs
 	assert.Equal(t, uintptr(p2pArgsBytes), unsafe.Sizeof(a))
 	assert.Len(t, a.bytes(), p2pArgsBytes)
-	assert.Equal(t, uintptr(48), unsafe.Offsetof(a.Entries))
+	assert.Equal(t, uintptr(56), unsafe.Offsetof(a.Entries))
 	check := func(typ reflect.Type, skip string) {
 		off := uintptr(0)
 		for i := 0; i < typ.NumField(); i++ {

@@ -461,9 +461,11 @@ static void* abortThread(void* comm) {
 
 static ncclResult_t commEnd(ncclComm_t comm, bool abort) {
   if (abort && comm->magic == SHIM_COMM_MAGIC) {
-    /* ncclCommAbort returns at once: the teardown waits for the GPU (freeing its memory does),
-     * which a kernel waiting for a dead peer holds until it traps (MSCCLPP_COLL_MAX_SPINS), and
-     * for a nonblocking init (the bootstrap timeout). Calls on the communicator fail from now. */
+    /* ncclCommAbort returns at once. The library's kernels that wait for a peer give up within
+     * milliseconds (mscclppCollCommAbort); the teardown, on a thread, waits for them (freeing GPU
+     * memory does) and for a nonblocking init (the bootstrap timeout). Calls on the communicator
+     * fail from now. */
+    if (atomic_load(&comm->initResult) == ncclSuccess && comm->coll != NULL) mscclppCollCommAbort(comm->coll);
     comm->magic = SHIM_COMM_DEAD;
     pthread_t t;
     if (pthread_create(&t, NULL, abortThread, comm) == 0) {
@@ -515,6 +517,19 @@ NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asy
     return ncclSuccess;
   }
   *asyncError = atomic_load(&comm->asyncError);
+  if (*asyncError == ncclSuccess && comm->coll != NULL) {
+    /* A peer that died or closed under a waiting kernel, or a frozen one: the first report is
+     * kept, logged and left in this thread's ncclGetLastError. */
+    mscclppResult_t m = mscclppSuccess;
+    char reason[640];
+    if (mscclppCollCommGetAsyncError(comm->coll, &m, reason, sizeof(reason)) == mscclppSuccess && m != mscclppSuccess) {
+      int none = ncclSuccess;
+      if (atomic_compare_exchange_strong(&comm->asyncError, &none, (int)shimResult(m))) {
+        shimFail(shimResult(m), comm, "ncclCommGetAsyncError", "%s", reason);
+      }
+      *asyncError = atomic_load(&comm->asyncError);
+    }
+  }
   if (*asyncError == ncclSuccess && comm->real != NULL) {
     char why[64];
     const shimRealNccl* r = shimReal(why, sizeof(why));

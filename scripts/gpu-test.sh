@@ -215,6 +215,16 @@ if nccl_build "$bin/nccl_ops" -I"$build/include/mscclpp_nccl" -L"$build/lib" -lm
 else
 	result "build nccl ops against include/nccl.h" 1
 fi
+# A peer killed in the middle of AllReduces: the survivor's error within 2 s, ncclCommAbort within
+# 5 s, its CUDA context still usable (a new communicator on the same GPU runs an AllReduce).
+if wanted "peer death"; then
+	if nvcc -std=c++17 -O2 -arch=sm_90 -I"$build/include/mscclpp_nccl" tests/nccl/peer_death.cu -o "$bin/peer_death" \
+		-L"$build/lib" -lmscclpp_nccl -Xlinker "-rpath,$build/lib" 2>&1; then
+		run "peer death: kill -9 one of 2 ranks during AllReduces" 300 "$bin/peer_death"
+	else
+		result "build peer_death" 1
+	fi
+fi
 torch=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}
 if [ -x "$torch" ] && wanted "torch"; then
 	# Every call torch_check makes runs on this library, so ranks may share a GPU; TORCH_SKIPS (a

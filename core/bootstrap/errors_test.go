@@ -399,3 +399,36 @@ func TestInvalidArguments(t *testing.T) {
 	require.ErrorIs(t, b.AllGather(ctx, make([]byte, 7), 4), errs.ErrInvalidArgument)
 	require.ErrorIs(t, b.AllGather(ctx, nil, 1), errs.ErrInvalidArgument)
 }
+
+func TestPeerFailed(t *testing.T) {
+	ranks := bootJob(t, 2, quiet(10*time.Second))
+	ctx := context.Background()
+	require.NoError(t, ranks[0].Send(ctx, 1, 3, []byte("a")))
+	require.NoError(t, ranks[1].Send(ctx, 0, 3, []byte("b")))
+	for _, b := range ranks {
+		require.NoError(t, b.PeerErr(), "rank %d before any failure", b.Rank())
+	}
+
+	start := time.Now()
+	require.NoError(t, ranks[1].Close())
+	select {
+	case <-ranks[0].PeerFailed():
+	case <-time.After(5 * time.Second):
+		t.Fatal("rank 0 did not see rank 1's links end")
+	}
+	t.Logf("rank 0 saw it after %v: %v", time.Since(start), ranks[0].PeerErr())
+	requireErr(t, ranks[0].PeerErr(), ErrPeerClosed, errs.ErrRemote, "peer 1")
+	var op *errs.OpError
+	require.ErrorAs(t, ranks[0].PeerErr(), &op)
+	assert.Equal(t, 1, op.Peer)
+
+	// Messages delivered before the failure can still be taken.
+	got, err := ranks[0].Recv(ctx, 1, 3)
+	require.NoError(t, err)
+	assert.Equal(t, "b", string(got))
+
+	// A rank that closed its own bootstrap notes nothing when its peers go.
+	require.NoError(t, ranks[0].Close())
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, ranks[1].PeerErr())
+}

@@ -91,7 +91,7 @@ func (b *TCP) dial(ctx context.Context, peer int) (*net.TCPConn, error) {
 	stop := deadlineOnDone(ctx, c.SetWriteDeadline)
 	_, err = c.Write(encodeHandshake(handshake{magic: b.magic, version: protocolVersion, rank: b.rank, nranks: b.nranks}))
 	stop()
-	if err == nil && !b.group.start(func() { b.watchOutbound(c) }) {
+	if err == nil && !b.group.start(func() { b.watchOutbound(c, peer) }) {
 		err = ErrClosed
 	}
 	if err != nil {
@@ -106,11 +106,17 @@ func (b *TCP) dial(ctx context.Context, peer int) (*net.TCPConn, error) {
 }
 
 // watchOutbound reads c, on which the peer never sends, until it ends: when the peer closes it,
-// closing c makes the next send to the peer fail at once instead of writing into the void.
-func (b *TCP) watchOutbound(c *net.TCPConn) {
+// closing c makes the next send to the peer fail at once instead of writing into the void, and
+// the failure is noted for PeerFailed (not in the mailbox: the peer's last messages may still be
+// on their way through its own link to this rank).
+func (b *TCP) watchOutbound(c *net.TCPConn, peer int) {
 	c.SetReadDeadline(time.Time{})
-	io.Copy(io.Discard, c)
+	_, err := io.Copy(io.Discard, c)
 	c.Close()
+	if err == nil {
+		err = errors.New("connection closed")
+	}
+	b.notePeerFailure(peer, fmt.Errorf("%w: outgoing link: %v", ErrPeerClosed, err))
 }
 
 // acceptLoop accepts peers' connections until the listener closes.
@@ -146,6 +152,7 @@ func (b *TCP) serveInbound(c *net.TCPConn) {
 	}
 	b.log.Info("bootstrap link down", "peer", peer, "err", err)
 	b.box.fail(peer, err)
+	b.notePeerFailure(peer, err)
 }
 
 // acceptHandshake reads and checks c's handshake and claims c as the one incoming link of the

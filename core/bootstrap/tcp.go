@@ -45,6 +45,10 @@ type TCP struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	root      *Root // the root rank 0 runs for JoinAddr, until Join is done with it
+
+	peerFailOnce sync.Once
+	peerFailed   chan struct{} // closed at the first failure of a peer's link (PeerFailed)
+	peerErr      error         // that failure; written before peerFailed is closed
 }
 
 // Join joins the job whose root id names as rank of nranks, and returns once every rank's
@@ -116,7 +120,9 @@ func join(ctx context.Context, rootAddr netip.AddrPort, magic uint64, ifname str
 		peers:   make([]netip.AddrPort, nranks),
 		out:     make([]*outLink, nranks),
 		box:     newMailbox(),
-		inbound: make(map[int]bool),
+
+		peerFailed: make(chan struct{}),
+		inbound:    make(map[int]bool),
 	}
 	for i := range b.out {
 		b.out[i] = newOutLink()
@@ -377,6 +383,33 @@ func (b *TCP) recvInto(ctx context.Context, peer, tag int, buf []byte) error {
 	}
 	copy(buf, msg)
 	return nil
+}
+
+// PeerFailed returns a channel that is closed when a link with a peer ends while this bootstrap
+// is open: the peer's process died, or it closed its bootstrap. Links are made on first use, so
+// only peers that have exchanged a message with this rank are watched. PeerErr says which.
+func (b *TCP) PeerFailed() <-chan struct{} { return b.peerFailed }
+
+// PeerErr returns the first failure of a peer's link (an *errs.OpError naming the peer, wrapping
+// ErrPeerClosed or the read error), or nil while PeerFailed is open.
+func (b *TCP) PeerErr() error {
+	select {
+	case <-b.peerFailed:
+		return b.peerErr
+	default:
+		return nil
+	}
+}
+
+// notePeerFailure records the first failure of a peer's link, unless this bootstrap is closing.
+func (b *TCP) notePeerFailure(peer int, err error) {
+	if b.closed.Load() {
+		return
+	}
+	b.peerFailOnce.Do(func() {
+		b.peerErr = &errs.OpError{Op: "bootstrap link", Rank: b.rank, Peer: peer, Err: err}
+		close(b.peerFailed)
+	})
 }
 
 // Close closes the listener and every connection, makes blocked and later operations return

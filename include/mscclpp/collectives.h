@@ -85,6 +85,17 @@ mscclppResult_t mscclppCollCommCreate(mscclppCommunicator_t comm, int deviceId, 
 /* Stops the proxy thread and releases the collective communicator's GPU memory and channels. Local: call it once no
  * collective of it is running, here or on a peer. */
 mscclppResult_t mscclppCollCommDestroy(mscclppCollComm_t collComm);
+/* Makes the collectives of collComm that wait for a peer give up within milliseconds (their results are undefined;
+ * the GPU and its CUDA context stay usable) and every later call fail with mscclppInvalidUsage. Local, any thread,
+ * any time; mscclppCollCommDestroy is still needed. */
+mscclppResult_t mscclppCollCommAbort(mscclppCollComm_t collComm);
+/* Why collComm can no longer be used, without blocking: *asyncError is mscclppSuccess, mscclppRemoteError (a peer's
+ * process died or closed its communicator while a collective waited for it, or before a later call: its kernels gave
+ * up within milliseconds), mscclppSystemError (a kernel waited MSCCLPP_COLL_MAX_SPINS polls for a frozen peer) or
+ * mscclppInvalidUsage (mscclppCollCommAbort). The reason, NUL-terminated and cut to reasonBytes, goes to reason
+ * unless it is NULL. */
+mscclppResult_t mscclppCollCommGetAsyncError(mscclppCollComm_t collComm, mscclppResult_t* asyncError, char* reason,
+                                             size_t reasonBytes);
 /* This rank, the number of ranks and the CUDA device of the collective communicator. */
 mscclppResult_t mscclppCollCommRank(mscclppCollComm_t collComm, int* rank);
 mscclppResult_t mscclppCollCommSize(mscclppCollComm_t collComm, int* nranks);

@@ -109,12 +109,15 @@ typedef struct mscclppFifoDeviceHandle {
    * bounds the spin; unbounded by default (the legacy header's flush has no bound either).
    */
   MSCCLPP_DEVICE_INLINE void sync(uint64_t number, int64_t maxSpinCount = MSCCLPP_SPIN_UNBOUNDED) {
-    const mscclppProxyTrigger* slot = &triggers[number & (size - 1)];
-    for (int64_t spins = 0;
-         mscclppLoadRelaxedSys(&slot->fst) != 0 && mscclppLoadRelaxedSys(tailReplica) <= number; ++spins) {
-      mscclppSpinCheck(spins, maxSpinCount);
-    }
+    for (int64_t spins = 0; !released(number); ++spins) mscclppSpinCheck(spins, maxSpinCount);
     mscclppFenceSys();
+  }
+
+  /* Non-blocking sync() without its fence: one relaxed poll of whether request `number` has been
+   * released. Never blocks; after it returns true, mscclppFenceSys() before reusing a source. */
+  MSCCLPP_DEVICE_INLINE bool released(uint64_t number) const {
+    const mscclppProxyTrigger* slot = &triggers[number & (size - 1)];
+    return mscclppLoadRelaxedSys(&slot->fst) == 0 || mscclppLoadRelaxedSys(tailReplica) > number;
   }
 #endif
 } mscclppFifoDeviceHandle;

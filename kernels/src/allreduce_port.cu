@@ -90,7 +90,7 @@ __device__ __forceinline__ void reducePortWaves(const Args& a, const PortWaves& 
   for (uint32_t w = 0; w < v.n; ++w) {
     if (threadIdx.x == 0) {
       const volatile uint32_t* landed = &a.state->landed;
-      for (int64_t spins = 1; *landed <= w; ++spins) mscclppSpinCheck(spins, a.maxSpins);
+      waitUntil(a, [&] { return *landed > w; });
       __threadfence();  // the slots the counter announces are read after it
     }
     __syncthreads();
@@ -183,10 +183,10 @@ __device__ __forceinline__ void issuePortWaves(const Args& a, const PortWaves& v
         }
       }
       if (progress) spins = 0;
-      mscclppSpinCheck(spins, a.maxSpins);
+      spinCheck(a.abort, a.maxSpins, spins);
     }
-    toRecv[0].flush(a.maxSpins);  // one FIFO serves every port channel: this rank's copies are done
-    a.state->landed = 0;          // no reducing block reads it again in this call
+    flushPorts(a, toRecv[0]);  // one FIFO serves every port channel: this rank's copies are done
+    a.state->landed = 0;       // no reducing block reads it again in this call
   }
   __syncthreads();
   clearWaves(a, nReducers);  // every reducing block counted every wave (seen above)

@@ -14,6 +14,8 @@
 #include <mscclpp/memory_channel_device.h>
 #include <mscclpp/port_channel_device.h>
 
+#include "wait.cuh"
+
 namespace coll {
 
 // The most thread blocks a collective launches; the channels array and the per-block round
@@ -80,7 +82,7 @@ struct Args {
   uint64_t slotBytes;   // packet region: bytes of one rank's slot
   uint64_t chunkBytes;  // data banks: bytes of one (rank, block) slot, a multiple of 16
   uint64_t dataOffset;  // where the data banks start in the scratch
-  int64_t maxSpins;     // bound of every spin (see mscclpp/device.h): a dead peer traps, not hangs
+  int64_t maxSpins;     // the most failed polls of one wait (wait.cuh); < 0: no bound
   const Registration* regs;  // zero-copy: the registration table, [kMaxRegistrations][nRanks]
   uint64_t sendDesc;    // zero-copy: where send is (a descriptor, see kDescShift)
   uint64_t recvDesc;    // zero-copy: where recv is
@@ -90,9 +92,10 @@ struct Args {
   // this rank's buffer of registration k to peer p's scratch.
   mscclppPortChannelDeviceHandle* ports;
   uint64_t portRows;  // registrations [0, portRows) may have port channels
+  uint32_t* abort;    // the communicator's abort words, host memory mapped into the device (wait.cuh)
 };
 
-static_assert(sizeof(Args) == 152 && offsetof(Args, portRows) == 144, "Args is mirrored by collectives.kernelArgs");
+static_assert(sizeof(Args) == 160 && offsetof(Args, abort) == 152, "Args is mirrored by collectives.kernelArgs");
 static_assert(sizeof(State) == 16 + 8 * kMaxBlocks, "State is sized by collectives.stateBytes");
 
 // Scratch layout (the same on every rank):
@@ -352,6 +355,33 @@ __device__ __forceinline__ void copyBytes(void* dst, const void* src, uint64_t b
 // after 2^32 - 1 calls the flags wrap to 1 instead of 0.
 __device__ __forceinline__ uint32_t packetFlag(uint32_t calls) { return calls % 0xffffffffu + 1; }
 
+// ---- Waiting (wait.cuh) -------------------------------------------------------------------------
+
+// Polls ready() until it returns true; the wait ends early as wait.cuh says.
+template <typename Ready>
+__device__ __forceinline__ void waitUntil(const Args& a, Ready ready) {
+  spinUntil(a.abort, a.maxSpins, ready);
+}
+// Waits for packet *p to carry flag and returns its word.
+__device__ __forceinline__ uint64_t waitPacket(const Args& a, const mscclppLL16Packet* p, uint32_t flag) {
+  uint64_t v = 0;
+  waitUntil(a, [&] { return p->readOnce(flag, &v); });
+  return v;
+}
+// Waits for the next signal of a memory or port channel (its poll() consumes it, with acquire).
+template <typename Channel>
+__device__ __forceinline__ void waitSignal(const Args& a, Channel& ch) {
+  waitUntil(a, [&] { return ch.poll(); });
+}
+// A port channel's flush(): returns once the proxy has completed every earlier request of the
+// channel's FIFO. Queuing the request itself spins only while the ring is full, which the proxy,
+// running until the communicator closes, ends.
+__device__ __forceinline__ void flushPorts(const Args& a, mscclppPortChannelDeviceHandle& ch) {
+  const uint64_t n = ch.fifo.push(MSCCLPP_TRIGGER_SYNC, 0, 0, MSCCLPP_TRIGGER_NO_DATA_SIZE, ch.channelId);
+  waitUntil(a, [&] { return ch.fifo.released(n); });
+  mscclppFenceSys();
+}
+
 // ---- Packets ------------------------------------------------------------------------------------
 
 // Writes word v, flagged, as packet i of the slot at slotOffset in every peer's scratch.
@@ -364,7 +394,7 @@ __device__ __forceinline__ void writePacketToPeers(const Args& a, uint64_t slotO
 }
 // Waits for packet i of the slot at slotOffset in this rank's scratch and returns its word.
 __device__ __forceinline__ uint64_t readPacket(const Args& a, uint64_t slotOffset, uint64_t i, uint32_t flag) {
-  return reinterpret_cast<const mscclppLL16Packet*>(a.scratch + slotOffset)[i].read(flag, a.maxSpins);
+  return waitPacket(a, reinterpret_cast<const mscclppLL16Packet*>(a.scratch + slotOffset) + i, flag);
 }
 
 // Writes the `bytes` bytes at src, as packets flagged with flag, into the slot at slotOffset of
@@ -473,8 +503,8 @@ __device__ __forceinline__ void exchangeDescriptors(const Args& a, uint32_t bloc
     theirs[kDescRecv].write(a.recvDesc, flag);
     const mscclppLL16Packet* ours =
         reinterpret_cast<const mscclppLL16Packet*>(a.scratch + descSlotOffset(a, parity, block, peer));
-    const uint64_t sendDesc = ours[kDescSend].read(flag, a.maxSpins);
-    const uint64_t recvDesc = ours[kDescRecv].read(flag, a.maxSpins);
+    const uint64_t sendDesc = waitPacket(a, &ours[kDescSend], flag);
+    const uint64_t recvDesc = waitPacket(a, &ours[kDescRecv], flag);
     if (sendBytes > 0) peerSend[p] = registeredBuffer(a, peer, sendDesc, sendBytes);
     if (recvBytes > 0) peerRecv[p] = registeredBuffer(a, peer, recvDesc, recvBytes);
   }
@@ -512,9 +542,9 @@ __device__ __forceinline__ void finishPortCopies(const Args& a, mscclppPortChann
   const uint32_t nPeers = a.nRanks - 1;
   if (threadIdx.x == 0) {
     for (uint32_t p = 0; p < nPeers; ++p) ports[p].signal();
-    ports[0].flush(a.maxSpins);  // one FIFO serves every port channel: one flush covers them all
+    flushPorts(a, ports[0]);  // one FIFO serves every port channel: one flush covers them all
   }
-  if (threadIdx.x < nPeers) ports[threadIdx.x].wait(a.maxSpins);
+  if (threadIdx.x < nPeers) waitSignal(a, ports[threadIdx.x]);
   __syncthreads();
 }
 
@@ -545,7 +575,7 @@ __device__ __forceinline__ void exchangeSignals(const Args& a, uint32_t block) {
   if (threadIdx.x < a.nRanks - 1) {
     mscclppMemoryChannelDeviceHandle ch = channel(a, block, threadIdx.x);
     ch.signal();
-    ch.wait(a.maxSpins);
+    waitSignal(a, ch);
   }
   __syncthreads();
 }

@@ -103,8 +103,8 @@ __device__ __forceinline__ void sendRecv(const P2PArgs& a) {
     if (!left) break;
     if (moved) {
       idle = 0;
-    } else if (a.maxSpins >= 0 && ++idle > a.maxSpins) {
-      __trap();  // a peer never came: an error on the stream rather than a hang
+    } else {
+      spinCheck(a.abort, a.maxSpins, idle++);  // every thread: each may exit (wait.cuh)
     }
   }
 }

@@ -52,13 +52,14 @@ struct P2PArgs {
   char* scratch;        // this rank's p2p scratch: one region of kP2PStreamBytes per sending rank
   uint64_t rank;
   uint64_t nRanks;
-  int64_t maxSpins;     // bound of the polling loop's idle sweeps (see mscclpp/device.h)
+  int64_t maxSpins;     // bound of the polling loop's idle sweeps (wait.cuh); < 0: no bound
+  uint32_t* abort;      // the communicator's abort words, host memory mapped into the device (wait.cuh)
   uint64_t nEntries;    // entries used
   P2PEntry entries[kMaxP2PPeers];
 };
 
 static_assert(sizeof(P2PEntry) == 40, "P2PEntry is mirrored by collectives.p2pEntry");
-static_assert(sizeof(P2PArgs) == 48 + 40 * kMaxP2PPeers && offsetof(P2PArgs, entries) == 48,
+static_assert(sizeof(P2PArgs) == 56 + 40 * kMaxP2PPeers && offsetof(P2PArgs, entries) == 56,
               "P2PArgs is mirrored by collectives.p2pArgs");
 
 enum P2PDir : uint32_t { kP2PSend = 0, kP2PRecv = 1 };

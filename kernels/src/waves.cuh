@@ -31,7 +31,7 @@ __device__ __forceinline__ uint32_t leastWaves(const Args& a, uint32_t nReducers
 // Waits until every one of the first nReducers blocks has counted `waves` waves; the stores the
 // counters announce are then visible to the copy engines this thread asks to read them.
 __device__ __forceinline__ void waitWaves(const Args& a, uint32_t nReducers, uint32_t waves) {
-  for (int64_t spins = 1; leastWaves(a, nReducers) < waves; ++spins) mscclppSpinCheck(spins, a.maxSpins);
+  waitUntil(a, [&] { return leastWaves(a, nReducers) >= waves; });
   __threadfence_system();
 }
 

@@ -401,6 +401,11 @@ static void collectiveRefusals(void) {
   EXPECT_REFUSED(mscclppCollCommRank(NULL, &i), mscclppInvalidArgument, "collective communicator is NULL");
   EXPECT_REFUSED(mscclppCollCommSize(NULL, &i), mscclppInvalidArgument, "collective communicator is NULL");
   EXPECT_REFUSED(mscclppCollCommDevice(NULL, &i), mscclppInvalidArgument, "collective communicator is NULL");
+  EXPECT_REFUSED(mscclppCollCommAbort(NULL), mscclppInvalidArgument, "collective communicator is NULL");
+  mscclppResult_t asyncError;
+  EXPECT_REFUSED(mscclppCollCommGetAsyncError(NULL, &asyncError, NULL, 0), mscclppInvalidArgument,
+                 "collective communicator is NULL");
+  EXPECT_REFUSED(mscclppCollCommGetAsyncError(NULL, NULL, NULL, 0), mscclppInvalidArgument, "asyncError is NULL");
   EXPECT_REFUSED(mscclppAllReduce(buf, buf, 4, mscclppFloat32, mscclppSum, NULL, NULL), mscclppInvalidArgument,
                  "collective communicator is NULL");
   EXPECT_REFUSED(mscclppAllGather(buf, buf, 4, mscclppFloat32, NULL, NULL), mscclppInvalidArgument,
