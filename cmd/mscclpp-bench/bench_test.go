@@ -96,12 +96,37 @@ func TestOptionsParsed(t *testing.T) {
 	assert.True(t, o.register)
 }
 
+// TestOptionsCollectives: every -op value parses, and each collective's properties are nccl-tests':
+// whether it takes -o, whether sizes are cut per rank, its busbw factor over 4 ranks and its root
+// column.
 func TestOptionsCollectives(t *testing.T) {
-	for _, op := range []string{opAllReduce, opAllGather, opReduceScatter, opBroadcast} {
-		o, err := parseOptions([]string{"-op", op}, io.Discard)
-		require.NoError(t, err, op)
-		assert.Equal(t, op, o.collective)
+	tests := []struct {
+		op      string
+		reduces bool
+		perRank bool
+		bus4    float64
+		root    int
+	}{
+		{opAllReduce, true, false, 1.5, -1},
+		{opAllGather, false, true, 0.75, -1},
+		{opReduceScatter, true, true, 0.75, -1},
+		{opBroadcast, false, false, 1, broadcastRoot},
+		{opAlltoAll, false, true, 0.75, -1},
+		{opSendRecv, false, false, 1, -1},
 	}
+	var names []string
+	for _, tt := range tests {
+		names = append(names, tt.op)
+		o, err := parseOptions([]string{"-op", tt.op}, io.Discard)
+		require.NoError(t, err, tt.op)
+		assert.Equal(t, tt.op, o.collective)
+		assert.Equal(t, tt.reduces, reduces(tt.op), "%s reduces", tt.op)
+		assert.Equal(t, tt.perRank, perRank(tt.op), "%s per rank", tt.op)
+		assert.Equal(t, tt.bus4, busFactor(tt.op, 4), "%s bus factor", tt.op)
+		assert.Equal(t, tt.root, rootColumn(tt.op), "%s root", tt.op)
+	}
+	assert.Equal(t, collectiveNames, names, "the table covers every -op value, in --help's order")
+	assert.Zero(t, busFactor("gather", 4), "unknown collective")
 }
 
 func TestOptionsImplAndGraph(t *testing.T) {
@@ -144,11 +169,35 @@ func TestOptionsImplAndGraph(t *testing.T) {
 }
 
 func TestOptionsRefused(t *testing.T) {
-	for _, bad := range [][]string{{"-d", "int8"}, {"-o", "prod"}, {"-op", "alltoall"},
-		{"-f", "1"}, {"-b", "2M", "-e", "1M"}, {"-n", "0"}, {"-w", "-1"}, {"-c", "2"}, {"-R", "2"}, {"extra"}} {
-		_, err := parseOptions(bad, io.Discard)
-		assert.Error(t, err, "%v", bad)
+	for _, c := range []struct {
+		args []string
+		err  string // a part of the error
+	}{
+		{[]string{"-d", "int8"}, `-d "int8"`},
+		{[]string{"-o", "prod"}, `-o "prod"`},
+		{[]string{"-op", "gather"}, `-op "gather": want allreduce, allgather, reducescatter, broadcast, alltoall or sendrecv`},
+		{[]string{"-op", "AllToAll"}, `-op "AllToAll"`},
+		{[]string{"-op", "send"}, `-op "send"`},
+		{[]string{"-f", "1"}, "-f 1"},
+		{[]string{"-b", "2M", "-e", "1M"}, "larger than -e"},
+		{[]string{"-n", "0"}, "-n 0"},
+		{[]string{"-w", "-1"}, "-w -1"},
+		{[]string{"-c", "2"}, "-c 2"},
+		{[]string{"-R", "2"}, "-R 2"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		_, err := parseOptions(c.args, io.Discard)
+		if assert.Error(t, err, "%v", c.args) {
+			assert.Contains(t, err.Error(), c.err, "%v", c.args)
+		}
 	}
+}
+
+func TestOrList(t *testing.T) {
+	assert.Equal(t, "", orList(nil))
+	assert.Equal(t, "a", orList([]string{"a"}))
+	assert.Equal(t, "a or b", orList([]string{"a", "b"}))
+	assert.Equal(t, "a, b or c", orList([]string{"a", "b", "c"}))
 }
 
 func TestHelp(t *testing.T) {
@@ -156,7 +205,7 @@ func TestHelp(t *testing.T) {
 	_, err := parseOptions([]string{"--help"}, &help)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	for _, want := range []string{"compare-nccl", "nccl-only", "-impl", "-G", "CUDA graph", "NCCL_NVLS_ENABLE",
-		"MSCCLPP_ALLREDUCE_ALGO", "n*N"} {
+		"MSCCLPP_ALLREDUCE_ALGO", "n*N", "AlltoAll", "SendRecv", "alltoall or sendrecv", "rank+1"} {
 		assert.Contains(t, help.String(), want)
 	}
 	assert.NotContains(t, help.String(), "NCCL only")
@@ -197,6 +246,11 @@ func TestBusBandwidth(t *testing.T) {
 		{"allgather", 2, 1e9, 0, 0, 0},
 		{"reducescatter", 4, 4e9, 1e6, 4, 3},
 		{"broadcast", 8, 1e9, 1e6, 1, 1},
+		{"alltoall", 2, 1e9, 1e6, 1, 0.5},
+		{"alltoall", 8, 8e9, 2e6, 4, 3.5},
+		{"alltoall", 1, 1e9, 1e6, 1, 0},
+		{"sendrecv", 2, 1e9, 1e6, 1, 1},
+		{"sendrecv", 8, 3e9, 1e6, 3, 3},
 	} {
 		a, b := bandwidths(c.coll, c.n, c.size, c.us)
 		assert.InDelta(t, c.algbw, a, 1e-12, "%s n=%d size=%d t=%gus algbw", c.coll, c.n, c.size, c.us)
@@ -217,12 +271,17 @@ func TestFormatRow(t *testing.T) {
 	}{
 		{small, smallIn, "           8             2     float     sum      -1    20.41    0.00    0.00      0    19.97    0.00    0.00      0"},
 		{big, bigIn, "   134217728      33554432  bfloat16    none      -1    12346   10.87    5.44    N/A    456.8   10.87    5.44      3"},
+		{big, row{Size: big.Size, TimeUs: 1, BusBW: 9, Wrong: 0, InPlace: true, Skipped: "refused"},
+			"   134217728      33554432  bfloat16    none      -1    12346   10.87    5.44    N/A  skipped     N/A     N/A    N/A"},
 	} {
 		got := formatRow(c.out, c.in)
 		assert.Equal(t, c.want, got)
 		assertAligned(t, tableHeader, got)
 	}
 	assert.Equal(t, 3.0, avgBusBW([]row{{BusBW: 1}, {BusBW: 2}, {BusBW: 6}}))
+	assert.Equal(t, 3.0, avgBusBW([]row{{BusBW: 1}, {BusBW: 5}, {Skipped: "refused"}}), "skipped rows are not averaged")
+	assert.Zero(t, avgBusBW([]row{{Skipped: "refused"}}))
+	assert.Zero(t, avgBusBW(nil))
 }
 
 func TestFormatCompareRow(t *testing.T) {
@@ -250,6 +309,14 @@ func TestFormatCompareRow(t *testing.T) {
 			want: "  1073741824     268435456     float     sum      -1" +
 				"   3412.5  3394.1   1.01   314.65  316.36   314.65  316.36       12       0" +
 				"   3500.0   12346   0.28   306.78   86.97   306.78   86.97      N/A     N/A",
+		},
+		{
+			name: "in-place alltoall: ours skipped, NCCL's unchecked",
+			ours: [2]row{mk("mscclpp", 1024, 7, 0.15, 0.07, 0, false), {Impl: "mscclpp", Size: 1024, InPlace: true, Wrong: -1, Skipped: "out of place only"}},
+			nccl: [2]row{mk("nccl", 1024, 14, 0.07, 0.04, 0, false), mk("nccl", 1024, 14, 0.07, 0.04, -1, true)},
+			want: "        1024           256     float     sum      -1" +
+				"     7.00   14.00   0.50     0.15    0.07     0.07    0.04        0       0" +
+				"  skipped   14.00    N/A      N/A    0.07      N/A    0.04      N/A     N/A",
 		},
 		{
 			name: "no NCCL time",
@@ -427,6 +494,13 @@ func TestHeaderLines(t *testing.T) {
 			dontWant: []string{tableHeader},
 		},
 		{
+			name: "alltoall, compare, checked",
+			opts: &options{collective: "alltoall", impls: []string{implMscclpp, implNCCL}, iters: 20, check: true},
+			want: []string{"# collective alltoall", "# in-place alltoall, mscclpp: skipped: the library's AlltoAll is out of place only",
+				"# in-place alltoall, nccl: timed, not checked", compareHeader},
+			dontWant: []string{"out-of-place alltoall"},
+		},
+		{
 			name:     "nccl only",
 			opts:     &options{collective: "allgather", impls: []string{implNCCL}, iters: 5},
 			want:     []string{"# nccl: NCCL 2.28.3", tableHeader},
@@ -540,9 +614,12 @@ func TestHalfAndBfloat16(t *testing.T) {
 func TestJSONRoundTrip(t *testing.T) {
 	rows := sampleRows(implMscclpp, implNCCL)
 	rows[3].Wrong = -1
+	rows[2].Skipped, rows[2].TimeUs, rows[2].AlgBW, rows[2].BusBW = "refused", 0, 0, 0
 	var buf bytes.Buffer
 	require.NoError(t, writeJSON(&buf, rows))
-	for _, key := range []string{`"impl": "mscclpp"`, `"impl": "nccl"`, `"time_us"`, `"in_place": true`, `"busbw"`, `"graph": 1`, `"note"`} {
+	assert.Equal(t, 1, strings.Count(buf.String(), `"skipped"`), "only a skipped row says so")
+	for _, key := range []string{`"impl": "mscclpp"`, `"impl": "nccl"`, `"time_us"`, `"in_place": true`, `"busbw"`, `"graph": 1`, `"note"`,
+		`"skipped": "refused"`} {
 		assert.Contains(t, buf.String(), key)
 	}
 	got, err := readJSON(&buf)
@@ -559,6 +636,15 @@ func TestPlot(t *testing.T) {
 		{"both", sampleRows(implMscclpp, implNCCL)},
 		{"ours", sampleRows(implMscclpp)},
 		{"nccl", sampleRows(implNCCL)},
+		{"ours skipped in place", func() []row {
+			rows := sampleRows(implMscclpp, implNCCL)
+			for i := range rows {
+				if rows[i].Impl == implMscclpp && rows[i].InPlace {
+					rows[i] = row{Impl: implMscclpp, Size: rows[i].Size, InPlace: true, Wrong: -1, Skipped: "refused"}
+				}
+			}
+			return rows
+		}()},
 	} {
 		path := filepath.Join(t.TempDir(), "bench.png")
 		require.NoError(t, writePlot(path, c.rows), c.name)
@@ -627,6 +713,10 @@ func TestCallBuffers(t *testing.T) {
 		{opAllGather, true, callBuffers{recv + 16, recv, 4, 16, recv, 16}},
 		{opReduceScatter, false, callBuffers{send, recv, 4, 64, recv, 4}},
 		{opReduceScatter, true, callBuffers{recv, recv + 16, 4, 64, recv + 16, 4}},
+		{opAlltoAll, false, callBuffers{send, recv, 4, 64, recv, 16}},
+		{opAlltoAll, true, callBuffers{recv, recv, 4, 64, recv, 16}},
+		{opSendRecv, false, callBuffers{send, recv, 16, 64, recv, 16}},
+		{opSendRecv, true, callBuffers{recv, recv, 16, 64, recv, 16}},
 	}
 	for _, tt := range tests {
 		b := &bench{o: &options{collective: tt.collective, dtype: f}, rank: 1, nranks: 4, send: send, recv: recv}
@@ -648,6 +738,11 @@ func TestExpectedPerCollective(t *testing.T) {
 		assert.Equal(t, expectedAllReduce(sum, 3, i), b(opAllReduce).expected(48)(i))
 	}
 	assert.Equal(t, inputValue(2, 1), b(opAllGather).expected(48)(9))
+	// AlltoAll, 4 elements per peer: element 9 is block 2 (from rank 2), which is rank 2's block
+	// for rank 1, elements 4..7 of its input: element 4 + 1.
+	assert.Equal(t, inputValue(2, 5), b(opAlltoAll).expected(48)(9))
+	assert.Equal(t, inputValue(0, 4), b(opAlltoAll).expected(48)(0))
+	assert.Equal(t, inputValue(0, 7), b(opSendRecv).expected(48)(7), "rank 1 receives from rank 0")
 	assert.Equal(t, broadcastRoot, rootColumn(opBroadcast))
 	assert.Equal(t, -1, rootColumn(opReduceScatter))
 	assert.True(t, reduces(opReduceScatter))
@@ -682,4 +777,209 @@ func TestNCCLLibRefusesThisProjectsLayer(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "this project's NCCL layer")
 	assert.False(t, thisProjectsLayer("/nonexistent/libnccl.so.2"))
+}
+
+// TestExpectedP2P runs AlltoAll and SendRecv on the host over every rank's input, as the
+// collectives define them, and checks each rank's result against expected: exact for every
+// datatype and rank count, and a result moved the wrong way is caught.
+func TestExpectedP2P(t *testing.T) {
+	const per = 5 // AlltoAll: elements per peer
+	for _, d := range dataTypes {
+		for _, n := range []int{1, 2, 3, 8} {
+			count := per * n
+			inputs := make([][]byte, n)
+			for r := range n {
+				inputs[r] = make([]byte, count*d.size)
+				fillInput(d, inputs[r], r, count)
+			}
+			for r := range n {
+				b := &bench{o: &options{dtype: d}, rank: r, nranks: n}
+				// AlltoAll: block j of rank r's result is block r of rank j's input.
+				got, transposed := make([]byte, count*d.size), make([]byte, count*d.size)
+				for j := range n {
+					copy(got[j*per*d.size:(j+1)*per*d.size], inputs[j][r*per*d.size:(r+1)*per*d.size])
+					copy(transposed[j*per*d.size:(j+1)*per*d.size], inputs[r][j*per*d.size:(j+1)*per*d.size])
+				}
+				b.o.collective = opAlltoAll
+				want := b.expected(int64(count * d.size))
+				assert.Zero(t, countWrong(d, got, count, want), "%s alltoall rank %d of %d", d.name, r, n)
+				if n > 1 {
+					assert.NotZero(t, countWrong(d, transposed, count, want), "%s alltoall rank %d of %d: own input", d.name, r, n)
+				}
+				// SendRecv: rank r receives rank r-1's input.
+				next, prev := ringPeers(r, n)
+				b.o.collective = opSendRecv
+				want = b.expected(int64(count * d.size))
+				assert.Zero(t, countWrong(d, inputs[prev], count, want), "%s sendrecv rank %d of %d", d.name, r, n)
+				if n > 2 {
+					assert.NotZero(t, countWrong(d, inputs[next], count, want), "%s sendrecv rank %d of %d: from the next", d.name, r, n)
+				}
+			}
+		}
+	}
+}
+
+func TestRingPeers(t *testing.T) {
+	for _, c := range []struct{ rank, n, next, prev int }{
+		{0, 1, 0, 0}, {0, 2, 1, 1}, {1, 2, 0, 0}, {0, 4, 1, 3}, {3, 4, 0, 2}, {2, 4, 3, 1},
+	} {
+		next, prev := ringPeers(c.rank, c.n)
+		assert.Equal(t, [2]int{c.next, c.prev}, [2]int{next, prev}, "rank %d of %d", c.rank, c.n)
+	}
+}
+
+// TestPlanFor: out of place everything runs checked; in place the library's AlltoAll is skipped,
+// NCCL's AlltoAll and both SendRecvs run unchecked, and the other collectives run checked.
+func TestPlanFor(t *testing.T) {
+	for _, coll := range collectiveNames {
+		for _, impl := range []string{implMscclpp, implNCCL} {
+			assert.Equal(t, runPlan{}, planFor(coll, impl, false), "%s %s out of place", coll, impl)
+			p := planFor(coll, impl, true)
+			switch {
+			case coll == opAlltoAll && impl == implMscclpp:
+				assert.Contains(t, p.skip, "out of place only")
+				assert.Empty(t, p.unchecked)
+			case coll == opAlltoAll || coll == opSendRecv:
+				assert.Empty(t, p.skip, "%s %s", coll, impl)
+				assert.Contains(t, p.unchecked, "not checked", "%s %s", coll, impl)
+			default:
+				assert.Equal(t, runPlan{}, p, "%s %s in place", coll, impl)
+			}
+		}
+	}
+}
+
+func TestPlanLines(t *testing.T) {
+	both := []string{implMscclpp, implNCCL}
+	assert.Empty(t, planLines(&options{collective: opAllReduce, impls: both, check: true}))
+	assert.Equal(t, []string{
+		"# in-place alltoall, mscclpp: skipped: the library's AlltoAll is out of place only (overlapping buffers are refused)",
+		"# in-place alltoall, nccl: timed, not checked, as nccl-tests' alltoall_perf does (it reports no errors in place)",
+	}, planLines(&options{collective: opAlltoAll, impls: both, check: true}))
+	assert.Len(t, planLines(&options{collective: opAlltoAll, impls: both}), 1, "without -c 1 only the skip is said")
+	assert.Empty(t, planLines(&options{collective: opAlltoAll, impls: []string{implNCCL}}))
+	lines := planLines(&options{collective: opSendRecv, impls: both, check: true})
+	require.Len(t, lines, 2)
+	assert.True(t, strings.HasPrefix(lines[0], "# in-place sendrecv, mscclpp: timed, not checked"), lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], "# in-place sendrecv, nccl: timed, not checked"), lines[1])
+}
+
+func TestNCCLSupport(t *testing.T) {
+	all := func(string) bool { return true }
+	none := func(string) bool { return false }
+	noAlltoAll := func(name string) bool { return name != "ncclAlltoAll" }
+	for _, coll := range collectiveNames {
+		assert.NoError(t, ncclSupport(coll, "libnccl.so.2", 22803, all), coll)
+	}
+	for _, coll := range []string{opAllReduce, opAllGather, opReduceScatter, opBroadcast} {
+		assert.NoError(t, ncclSupport(coll, "libnccl.so.2", 20708, none), "%s needs no optional function", coll)
+	}
+	err := ncclSupport(opAlltoAll, "/opt/nccl/libnccl.so.2", 22703, noAlltoAll)
+	require.ErrorIs(t, err, errNCCLLacks)
+	assert.Equal(t, "-op alltoall: this NCCL has no ncclAlltoAll (NCCL 2.27.3, /opt/nccl/libnccl.so.2; NCCL 2.28 added it)", err.Error())
+	assert.NoError(t, ncclSupport(opSendRecv, "libnccl.so.2", 22703, noAlltoAll))
+	err = ncclSupport(opSendRecv, "libnccl.so.2", 20603, func(name string) bool { return name == "ncclGroupStart" || name == "ncclGroupEnd" })
+	require.ErrorIs(t, err, errNCCLLacks)
+	assert.Contains(t, err.Error(), "has no ncclSend")
+}
+
+// fakeNCCL builds, with the C compiler, a library with NCCL's entry points that do nothing but
+// log their calls; its ncclCommDestroy fails, and its ncclGetErrorString returns the log and
+// starts a new one, so a test reads the log from an error. Without alltoAll it has no ncclAlltoAll, as NCCL
+// before 2.28. It skips the test when there is no C compiler.
+func fakeNCCL(t *testing.T, alltoAll bool) string {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler")
+	}
+	const src = `#include <stdio.h>
+#include <string.h>
+#include <stdint.h>
+typedef struct { char internal[128]; } id_t_;
+static char log_[4096];
+static void logf_(const char *s) { strncat(log_, s, sizeof log_ - strlen(log_) - 1); }
+#define CALL(...) do { char b[256]; snprintf(b, sizeof b, __VA_ARGS__); logf_(b); } while (0)
+int ncclGetVersion(int *v) { *v = VERSION; return 0; }
+int ncclGetUniqueId(id_t_ *id) { memset(id, 0, sizeof *id); return 0; }
+int ncclCommInitRank(void **c, int n, id_t_ id, int r) { *c = 0; return 0; }
+int ncclCommDestroy(void *c) { return 5; }
+static char shown[4096];
+const char *ncclGetErrorString(int r) { strcpy(shown, log_); log_[0] = 0; return shown; }
+int ncclAllReduce(const void *s, void *r, size_t n, int t, int o, void *c, void *st) { return 0; }
+int ncclAllGather(const void *s, void *r, size_t n, int t, void *c, void *st) { return 0; }
+int ncclReduceScatter(const void *s, void *r, size_t n, int t, int o, void *c, void *st) { return 0; }
+int ncclBroadcast(const void *s, void *r, size_t n, int t, int root, void *c, void *st) { return 0; }
+int ncclGroupStart(void) { CALL("ncclGroupStart "); return 0; }
+int ncclGroupEnd(void) { CALL("ncclGroupEnd "); return 0; }
+int ncclSend(const void *s, size_t n, int t, int peer, void *c, void *st) {
+	CALL("ncclSend(%#lx,%zu,%d,%d,%#lx) ", (unsigned long)(uintptr_t)s, n, t, peer, (unsigned long)(uintptr_t)st);
+	return peer < 0 ? 4 : 0;
+}
+int ncclRecv(void *r, size_t n, int t, int peer, void *c, void *st) {
+	CALL("ncclRecv(%#lx,%zu,%d,%d) ", (unsigned long)(uintptr_t)r, n, t, peer); return 0;
+}
+#ifdef ALLTOALL
+int ncclAlltoAll(const void *s, void *r, size_t n, int t, void *c, void *st) {
+	CALL("ncclAlltoAll(%#lx,%#lx,%zu,%d) ", (unsigned long)(uintptr_t)s, (unsigned long)(uintptr_t)r, n, t); return 0;
+}
+#endif
+`
+	dir := t.TempDir()
+	c, lib := filepath.Join(dir, "fake.c"), filepath.Join(dir, "libnccl.so.2")
+	require.NoError(t, os.WriteFile(c, []byte(src), 0o644))
+	args := []string{"-shared", "-fPIC", "-o", lib, c, "-DVERSION=22703"}
+	if alltoAll {
+		args = append(args, "-DALLTOALL", "-DVERSION=22803")
+	}
+	out, err := exec.Command(cc, args...).CombinedOutput()
+	require.NoError(t, err, string(out))
+	return lib
+}
+
+// fakeLog is what the fake library logged since it was loaded (see fakeNCCL).
+func fakeLog(t *testing.T) string {
+	t.Helper()
+	err := ncclComm{}.destroy()
+	require.Error(t, err)
+	return err.(*ncclError).msg
+}
+
+// TestNCCLShimP2P drives the shim's AlltoAll and SendRecv through fake NCCL libraries: the group
+// is ncclGroupStart, ncclSend to the next rank, ncclRecv from the previous one, ncclGroupEnd, with
+// the arguments given; a library without ncclAlltoAll loads, says so, and a call fails instead
+// of crashing. The shim keeps the last library loaded: this test loads its own.
+func TestNCCLShimP2P(t *testing.T) {
+	old := fakeNCCL(t, false)
+	require.NoError(t, openNCCL(old))
+	v, err := ncclGetVersion()
+	require.NoError(t, err)
+	assert.Equal(t, 22703, v)
+	assert.False(t, ncclHas("ncclAlltoAll"))
+	for _, name := range []string{"ncclSend", "ncclRecv", "ncclGroupStart", "ncclGroupEnd"} {
+		assert.True(t, ncclHas(name), name)
+	}
+	assert.False(t, ncclHas("ncclAllReduce"), "only optional entry points are asked about")
+	assert.ErrorIs(t, ncclSupport(opAlltoAll, old, v, ncclHas), errNCCLLacks)
+	assert.NoError(t, ncclSupport(opSendRecv, old, v, ncclHas))
+	var c ncclComm
+	err = c.alltoAll(0x1000, 0x2000, 4, ncclFloat32, cuda.Stream{})
+	require.ErrorIs(t, err, errNCCLLacks)
+	assert.Equal(t, "this NCCL has no ncclAlltoAll", err.Error())
+
+	require.NoError(t, c.sendRecv(0x1000, 0x2000, 16, ncclFloat32, 1, 3, cuda.Stream{}))
+	assert.Equal(t, "ncclGroupStart ncclSend(0x1000,16,7,1,0) ncclRecv(0x2000,16,7,3) ncclGroupEnd ", fakeLog(t))
+	err = c.sendRecv(0x1000, 0x2000, 16, ncclFloat32, -1, 3, cuda.Stream{})
+	var ne *ncclError
+	require.ErrorAs(t, err, &ne)
+	assert.Equal(t, "ncclSend", ne.op, "the failed call is named")
+	assert.Equal(t, 4, ne.code)
+	assert.Equal(t, "ncclGroupStart ncclSend(0x1000,16,7,-1,0) ncclGroupEnd ", ne.msg, "no receive after the failed send, and the group is closed")
+
+	lib := fakeNCCL(t, true)
+	require.NoError(t, openNCCL(lib))
+	assert.True(t, ncclHas("ncclAlltoAll"))
+	assert.NoError(t, ncclSupport(opAlltoAll, lib, 22803, ncclHas))
+	require.NoError(t, c.alltoAll(0x1000, 0x2000, 4, ncclBfloat16, cuda.Stream{}))
+	assert.Equal(t, "ncclAlltoAll(0x1000,0x2000,4,9) ", fakeLog(t))
 }

@@ -4,13 +4,20 @@ import "github.com/mscclpp-go/mscclpp/core/cuda"
 
 // The collectives the benchmark runs (-op). As in nccl-tests, a row's size is the bytes of the
 // largest buffer of a call: AllReduce and Broadcast their data, AllGather its output (what each
-// rank receives), ReduceScatter its input (what each rank sends).
+// rank receives), ReduceScatter its input (what each rank sends), AlltoAll either buffer (each
+// rank sends size/n bytes to every rank), SendRecv what each rank sends to the next rank and
+// receives from the previous one.
 const (
 	opAllReduce     = "allreduce"
 	opAllGather     = "allgather"
 	opReduceScatter = "reducescatter"
 	opBroadcast     = "broadcast"
+	opAlltoAll      = "alltoall"
+	opSendRecv      = "sendrecv"
 )
+
+// collectiveNames are -op's values, in the order the help lists them.
+var collectiveNames = []string{opAllReduce, opAllGather, opReduceScatter, opBroadcast, opAlltoAll, opSendRecv}
 
 // broadcastRoot is the root of every Broadcast (nccl-tests' default).
 const broadcastRoot = 0
@@ -23,7 +30,38 @@ func reduces(collective string) bool {
 // perRank reports whether a size is cut into one block per rank (so it is a multiple of the rank
 // count's elements).
 func perRank(collective string) bool {
-	return collective == opAllGather || collective == opReduceScatter
+	return collective == opAllGather || collective == opReduceScatter || collective == opAlltoAll
+}
+
+// ringPeers are the ranks SendRecv sends to (the next) and receives from (the previous), as in
+// nccl-tests' sendrecv_perf.
+func ringPeers(rank, nranks int) (next, prev int) {
+	return (rank + 1) % nranks, (rank - 1 + nranks) % nranks
+}
+
+// runPlan is how one implementation runs one collective and placement: skip says why it does not
+// run at all (it refuses the call), unchecked why its result is not checked (it is not defined).
+type runPlan struct{ skip, unchecked string }
+
+// planFor returns how impl runs the collective in the placement. Out of place everything runs and
+// is checked. In place, as nccl-tests lays it out: AlltoAll (send == recv) is refused by the
+// library's AlltoAll, and NCCL's result is not checked (nccl-tests does not check it either);
+// SendRecv (send == recv) runs on both, unchecked, since a rank may receive over data it has yet
+// to send.
+func planFor(collective, impl string, inPlace bool) runPlan {
+	if !inPlace {
+		return runPlan{}
+	}
+	switch {
+	case collective == opAlltoAll && impl == implMscclpp:
+		return runPlan{skip: "the library's AlltoAll is out of place only (overlapping buffers are refused)"}
+	case collective == opAlltoAll:
+		return runPlan{unchecked: "timed, not checked, as nccl-tests' alltoall_perf does (it reports no errors in place)"}
+	case collective == opSendRecv:
+		return runPlan{unchecked: "timed, not checked, as nccl-tests' sendrecv_perf does: one buffer is sent and received " +
+			"into, so a rank may overwrite data it has yet to send"}
+	}
+	return runPlan{}
 }
 
 // callBuffers is one call of the collective for a size and placement: its arguments, the input
@@ -37,8 +75,9 @@ type callBuffers struct {
 }
 
 // buffers lays one call out in the benchmark's send and receive buffers. In place is what
-// nccl-tests calls it: AllReduce and Broadcast send == recv; AllGather send is this rank's block
-// of recv; ReduceScatter recv is this rank's block of send (which is then the receive buffer).
+// nccl-tests calls it: AllReduce, Broadcast, AlltoAll and SendRecv send == recv; AllGather send is
+// this rank's block of recv; ReduceScatter recv is this rank's block of send (which is then the
+// receive buffer). AlltoAll's count is per peer, SendRecv's the whole message.
 func (b *bench) buffers(size int64, inPlace bool) callBuffers {
 	d := b.o.dtype
 	n := int(size) / d.size
@@ -57,6 +96,12 @@ func (b *bench) buffers(size int64, inPlace bool) callBuffers {
 			x.send = b.recv
 			x.recv = b.recv + cuda.DevicePtr(b.rank*per*d.size)
 			x.out = x.recv
+		}
+		return x
+	case opAlltoAll:
+		x := callBuffers{send: b.send, recv: b.recv, count: n / b.nranks, inBytes: int(size), out: b.recv, outCount: n}
+		if inPlace {
+			x.send = b.recv
 		}
 		return x
 	}
@@ -78,6 +123,11 @@ func (b *bench) expected(size int64) func(i int) float64 {
 		return func(i int) float64 { return expectedAllReduce(op, nranks, rank*(n/nranks)+i) }
 	case opBroadcast:
 		return func(i int) float64 { return inputValue(broadcastRoot, i) }
+	case opAlltoAll:
+		return func(i int) float64 { return expectedAlltoAll(n/nranks, rank, i) }
+	case opSendRecv:
+		_, prev := ringPeers(rank, nranks)
+		return func(i int) float64 { return inputValue(prev, i) }
 	}
 	return func(i int) float64 { return expectedAllReduce(op, nranks, i) }
 }
@@ -92,6 +142,11 @@ func (b *bench) call(im impl, size int64, inPlace bool) error {
 		return im.reduceScatter(x.send, x.recv, x.count, d, b.o.op, b.stream)
 	case opBroadcast:
 		return im.broadcast(x.send, x.recv, x.count, d, broadcastRoot, b.stream)
+	case opAlltoAll:
+		return im.alltoAll(x.send, x.recv, x.count, d, b.stream)
+	case opSendRecv:
+		next, prev := ringPeers(b.rank, b.nranks)
+		return im.sendRecv(x.send, x.recv, x.count, d, next, prev, b.stream)
 	}
 	return im.allReduce(x.send, x.recv, x.count, d, b.o.op, b.stream)
 }

@@ -79,6 +79,12 @@ func expectedAllReduce(op redOp, nranks, i int) float64 {
 // expectedAllGather is element i of the AllGather of every rank's perRank-element input.
 func expectedAllGather(perRank, i int) float64 { return inputValue(i/perRank, i%perRank) }
 
+// expectedAlltoAll is element i of rank's AlltoAll result with perRank elements per peer: block
+// i/perRank came from that rank, which sent its block for this rank (rank*perRank onwards).
+func expectedAlltoAll(perRank, rank, i int) float64 {
+	return inputValue(i/perRank, rank*perRank+i%perRank)
+}
+
 // encode writes v as element i of buf in datatype d (little-endian, as the GPU stores it).
 func encode(d dataType, buf []byte, i int, v float64) {
 	b := buf[i*d.size:]

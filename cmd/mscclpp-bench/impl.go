@@ -13,6 +13,11 @@ type impl interface {
 	allGather(send, recv cuda.DevicePtr, sendCount int, d dataType, s cuda.Stream) error
 	reduceScatter(send, recv cuda.DevicePtr, recvCount int, d dataType, op redOp, s cuda.Stream) error
 	broadcast(send, recv cuda.DevicePtr, count int, d dataType, root int, s cuda.Stream) error
+	// alltoAll sends count elements to every rank (block j of send to rank j).
+	alltoAll(send, recv cuda.DevicePtr, count int, d dataType, s cuda.Stream) error
+	// sendRecv sends count elements to sendPeer and receives count elements from recvPeer, in one
+	// call (the library) or one group (NCCL).
+	sendRecv(send, recv cuda.DevicePtr, count int, d dataType, sendPeer, recvPeer int, s cuda.Stream) error
 }
 
 // mscclppImpl is the library's collectives, through the Go API.
@@ -36,6 +41,18 @@ func (m mscclppImpl) broadcast(send, recv cuda.DevicePtr, count int, d dataType,
 	return m.c.Broadcast(send, recv, count, d.coll, root, s)
 }
 
+func (m mscclppImpl) alltoAll(send, recv cuda.DevicePtr, count int, d dataType, s cuda.Stream) error {
+	return m.c.AlltoAll(send, recv, count, d.coll, s)
+}
+
+func (m mscclppImpl) sendRecv(send, recv cuda.DevicePtr, count int, d dataType, sendPeer, recvPeer int, s cuda.Stream) error {
+	ops := [2]collectives.P2POp{
+		{Peer: sendPeer, Send: true, Buf: send, Count: count, Type: d.coll},
+		{Peer: recvPeer, Buf: recv, Count: count, Type: d.coll},
+	}
+	return m.c.SendRecv(ops[:], s)
+}
+
 // ncclImpl is NCCL, dlopened in the same process (nccl.go).
 type ncclImpl struct{ c ncclComm }
 
@@ -55,4 +72,12 @@ func (n ncclImpl) reduceScatter(send, recv cuda.DevicePtr, recvCount int, d data
 
 func (n ncclImpl) broadcast(send, recv cuda.DevicePtr, count int, d dataType, root int, s cuda.Stream) error {
 	return n.c.broadcast(send, recv, count, d.nccl, root, s)
+}
+
+func (n ncclImpl) alltoAll(send, recv cuda.DevicePtr, count int, d dataType, s cuda.Stream) error {
+	return n.c.alltoAll(send, recv, count, d.nccl, s)
+}
+
+func (n ncclImpl) sendRecv(send, recv cuda.DevicePtr, count int, d dataType, sendPeer, recvPeer int, s cuda.Stream) error {
+	return n.c.sendRecv(send, recv, count, d.nccl, sendPeer, recvPeer, s)
 }

@@ -1,8 +1,7 @@
 // Command mscclpp-bench is the collective benchmark of MSCCL++ in Go, in the style of
-// nccl-tests. It measures the library's AllReduce, AllGather, ReduceScatter and Broadcast (package
-// collectives) and, with
-// --compare-nccl, NCCL (loaded at run time) in the same process on the same buffers and stream,
-// side by side. See README.md.
+// nccl-tests. It measures the library's AllReduce, AllGather, ReduceScatter, Broadcast, AlltoAll
+// and SendRecv (package collectives) and, with --compare-nccl, NCCL (loaded at run time) in the
+// same process on the same buffers and stream, side by side. See README.md.
 package main
 
 import (
@@ -196,6 +195,9 @@ func (b *bench) setup(maxSize int) (cuda.Device, error) {
 			return 0, err
 		}
 		b.ncclVersion = version
+		if err := ncclSupport(b.o.collective, nccl.path, version, ncclHas); err != nil {
+			return 0, err
+		}
 	}
 	ndev, err := cuda.DeviceCount()
 	if err != nil {
@@ -371,12 +373,20 @@ func (b *bench) deviceLines(dev cuda.Device) ([]string, error) {
 	return lines, nil
 }
 
-// measure checks (with -c 1) and times one implementation, size and placement.
+// measure checks (with -c 1) and times one implementation, size and placement; a placement the
+// implementation refuses gives a row that says why (planFor), and one whose result is undefined
+// is timed unchecked.
 func (b *bench) measure(im impl, size int64, inPlace bool) (row, error) {
 	o, d := b.o, b.o.dtype
 	r := row{Impl: im.name(), Collective: o.collective, Datatype: d.name, Op: opName(o), Ranks: b.nranks,
 		Size: size, Count: size / int64(d.size), InPlace: inPlace, Wrong: -1, Graph: o.graph,
 		Registered: o.register && im.name() == implMscclpp}
+	plan := planFor(o.collective, im.name(), inPlace)
+	if plan.skip != "" {
+		// The same on every rank: no rank calls anything, MPI included.
+		r.Skipped = plan.skip
+		return r, nil
+	}
 	if o.graph > 0 {
 		// One direct call before the first capture, so that nothing is set up lazily (kernels
 		// loaded, NCCL connections made) while capturing.
@@ -387,7 +397,7 @@ func (b *bench) measure(im impl, size int64, inPlace bool) (row, error) {
 			return r, fmt.Errorf("stream synchronize before the graph capture: %w", err)
 		}
 	}
-	if o.check {
+	if o.check && plan.unchecked == "" {
 		wrong, err := b.check(im, size, inPlace)
 		if err != nil {
 			return r, fmt.Errorf("check: %w", err)

@@ -39,6 +39,29 @@ const (
 // errNCCLNotFound: dlopen of the NCCL library failed. The error's text carries dlerror's.
 var errNCCLNotFound = errors.New("NCCL not found")
 
+// errNCCLLacks: the loaded library does not define a function a call needs (its text is followed
+// by the function's name).
+var errNCCLLacks = errors.New("this NCCL has no")
+
+// ncclOptional lists, per collective, the functions it calls that an NCCL-compatible library may
+// lack, with the NCCL release that added them.
+var ncclOptional = map[string][]struct{ name, since string }{
+	opAlltoAll: {{"ncclAlltoAll", "2.28"}},
+	opSendRecv: {{"ncclGroupStart", "2.0"}, {"ncclSend", "2.7"}, {"ncclRecv", "2.7"}, {"ncclGroupEnd", "2.0"}},
+}
+
+// ncclSupport returns an error naming the first function the collective needs that has(name)
+// says the library at path (of version code version) lacks.
+func ncclSupport(collective, path string, version int, has func(name string) bool) error {
+	for _, f := range ncclOptional[collective] {
+		if !has(f.name) {
+			return fmt.Errorf("-op %s: %w %s (NCCL %s, %s; NCCL %s added it)", collective, errNCCLLacks, f.name,
+				versionString(version), path, f.since)
+		}
+	}
+	return nil
+}
+
 // ncclError is a failed NCCL call.
 type ncclError struct {
 	op   string

@@ -13,6 +13,7 @@ package main
 import "C"
 
 import (
+	"fmt"
 	"unsafe"
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
@@ -41,11 +42,22 @@ func ncclOpen(path string) (code int, msg string) {
 	return int(r), C.GoString(buf)
 }
 
+// ncclHas reports whether the loaded library defines the optional entry point name
+// (ncclAlltoAll, ncclSend, ncclRecv, ncclGroupStart, ncclGroupEnd).
+func ncclHas(name string) bool {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	return C.bench_nccl_has(cname) != 0
+}
+
 func ncclErrorString(r C.ncclResult_t) string { return C.GoString(C.bench_ncclGetErrorString(r)) }
 
 func ncclCheck(op string, r C.ncclResult_t) error {
-	if r == 0 {
+	switch r {
+	case 0:
 		return nil
+	case C.BENCH_NCCL_MISSING:
+		return fmt.Errorf("%w %s", errNCCLLacks, op)
 	}
 	return &ncclError{op: op, code: int(r), msg: ncclErrorString(r)}
 }
@@ -94,4 +106,20 @@ func (c ncclComm) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt ncc
 func (c ncclComm) broadcast(send, recv cuda.DevicePtr, count int, dt ncclDataType, root int, s cuda.Stream) error {
 	return ncclCheck("ncclBroadcast", C.bench_ncclBroadcast(C.uintptr_t(send), C.uintptr_t(recv),
 		C.size_t(count), C.ncclDataType_t(dt), C.int(root), c.h, C.cudaStream_t(s.Handle())))
+}
+
+func (c ncclComm) alltoAll(send, recv cuda.DevicePtr, count int, dt ncclDataType, s cuda.Stream) error {
+	return ncclCheck("ncclAlltoAll", C.bench_ncclAlltoAll(C.uintptr_t(send), C.uintptr_t(recv),
+		C.size_t(count), C.ncclDataType_t(dt), c.h, C.cudaStream_t(s.Handle())))
+}
+
+// sendRecv is one group of an ncclSend to sendPeer and an ncclRecv from recvPeer, in one cgo call.
+func (c ncclComm) sendRecv(send, recv cuda.DevicePtr, count int, dt ncclDataType, sendPeer, recvPeer int, s cuda.Stream) error {
+	var failed *C.char
+	r := C.bench_ncclSendRecv(C.uintptr_t(send), C.uintptr_t(recv), C.size_t(count), C.ncclDataType_t(dt),
+		C.int(sendPeer), C.int(recvPeer), c.h, C.cudaStream_t(s.Handle()), &failed)
+	if r == 0 {
+		return nil
+	}
+	return ncclCheck(C.GoString(failed), r)
 }

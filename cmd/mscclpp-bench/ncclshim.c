@@ -1,6 +1,7 @@
 /* See ncclshim.h. */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ncclshim.h"
 
@@ -20,6 +21,20 @@ static ncclResult_t (*pfn_ncclReduceScatter)(const void *, void *, size_t, ncclD
 static ncclResult_t (*pfn_ncclBroadcast)(const void *, void *, size_t, ncclDataType_t, int,
 					 ncclComm_t, cudaStream_t);
 static const char *(*pfn_ncclGetErrorString)(ncclResult_t);
+static ncclResult_t (*pfn_ncclAlltoAll)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
+					cudaStream_t);
+static ncclResult_t (*pfn_ncclSend)(const void *, size_t, ncclDataType_t, int, ncclComm_t,
+				    cudaStream_t);
+static ncclResult_t (*pfn_ncclRecv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+static ncclResult_t (*pfn_ncclGroupStart)(void);
+static ncclResult_t (*pfn_ncclGroupEnd)(void);
+
+/* The optional entry points, in the order bench_nccl_open stores them. */
+static const char *const optional_names[] = {
+	"ncclAlltoAll", "ncclSend", "ncclRecv", "ncclGroupStart", "ncclGroupEnd",
+};
+enum { n_optional = sizeof optional_names / sizeof optional_names[0] };
+static int optional_found[n_optional];
 
 static void copy_dlerror(char *err, size_t err_len, const char *prefix)
 {
@@ -36,6 +51,7 @@ int bench_nccl_open(const char *path, char *err, size_t err_len)
 	};
 	enum { n = sizeof names / sizeof names[0] };
 	void *syms[n];
+	void *opt[n_optional];
 
 	dlerror();
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -52,6 +68,9 @@ int bench_nccl_open(const char *path, char *err, size_t err_len)
 			return -2;
 		}
 	}
+	for (int i = 0; i < n_optional; i++)
+		opt[i] = dlsym(h, optional_names[i]);
+	dlerror();
 	/* Never dlclose a library in use: NCCL keeps threads alive for the life of the process. */
 	pfn_ncclGetVersion = syms[0];
 	pfn_ncclGetUniqueId = syms[1];
@@ -62,6 +81,21 @@ int bench_nccl_open(const char *path, char *err, size_t err_len)
 	pfn_ncclGetErrorString = syms[6];
 	pfn_ncclReduceScatter = syms[7];
 	pfn_ncclBroadcast = syms[8];
+	pfn_ncclAlltoAll = opt[0];
+	pfn_ncclSend = opt[1];
+	pfn_ncclRecv = opt[2];
+	pfn_ncclGroupStart = opt[3];
+	pfn_ncclGroupEnd = opt[4];
+	for (int i = 0; i < n_optional; i++)
+		optional_found[i] = opt[i] != NULL;
+	return 0;
+}
+
+int bench_nccl_has(const char *name)
+{
+	for (int i = 0; i < n_optional; i++)
+		if (strcmp(name, optional_names[i]) == 0)
+			return optional_found[i];
 	return 0;
 }
 
@@ -115,6 +149,43 @@ ncclResult_t bench_ncclBroadcast(uintptr_t send, uintptr_t recv, size_t count, n
 	if (!pfn_ncclBroadcast)
 		return nccl_internal_error;
 	return pfn_ncclBroadcast((const void *)send, (void *)recv, count, dt, root, comm, stream);
+}
+
+ncclResult_t bench_ncclAlltoAll(uintptr_t send, uintptr_t recv, size_t count, ncclDataType_t dt,
+				ncclComm_t comm, cudaStream_t stream)
+{
+	if (!pfn_ncclAlltoAll)
+		return BENCH_NCCL_MISSING;
+	return pfn_ncclAlltoAll((const void *)send, (void *)recv, count, dt, comm, stream);
+}
+
+ncclResult_t bench_ncclSendRecv(uintptr_t send, uintptr_t recv, size_t count, ncclDataType_t dt,
+				int send_peer, int recv_peer, ncclComm_t comm, cudaStream_t stream,
+				const char **failed)
+{
+	if (!pfn_ncclGroupStart || !pfn_ncclSend || !pfn_ncclRecv || !pfn_ncclGroupEnd) {
+		*failed = !pfn_ncclGroupStart ? "ncclGroupStart"
+			  : !pfn_ncclSend     ? "ncclSend"
+			  : !pfn_ncclRecv     ? "ncclRecv"
+					      : "ncclGroupEnd";
+		return BENCH_NCCL_MISSING;
+	}
+	ncclResult_t r = pfn_ncclGroupStart();
+	if (r != 0) {
+		*failed = "ncclGroupStart";
+		return r;
+	}
+	r = pfn_ncclSend((const void *)send, count, dt, send_peer, comm, stream);
+	if (r != 0)
+		*failed = "ncclSend";
+	else if ((r = pfn_ncclRecv((void *)recv, count, dt, recv_peer, comm, stream)) != 0)
+		*failed = "ncclRecv";
+	ncclResult_t end = pfn_ncclGroupEnd();
+	if (r == 0 && end != 0) {
+		*failed = "ncclGroupEnd";
+		r = end;
+	}
+	return r;
 }
 
 const char *bench_ncclGetErrorString(ncclResult_t r)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -23,7 +24,7 @@ type options struct {
 	check              bool
 	dtype              dataType
 	op                 redOp
-	collective         string // opAllReduce, opAllGather, opReduceScatter or opBroadcast
+	collective         string // one of collectiveNames
 	jsonFile           string
 	plotFile           string
 	// impls are the implementations measured, in the order each size runs them: mscclpp alone
@@ -101,8 +102,8 @@ func (f sizeFlag) Set(s string) error {
 }
 
 // sweep lists the message sizes from minBytes to maxBytes, multiplying by factor, each rounded
-// down to a multiple of align (the element size, times the rank count for AllGather and ReduceScatter, as
-// nccl-tests does). Sizes that round to 0 and repeats are dropped.
+// down to a multiple of align (the element size, times the rank count for AllGather, ReduceScatter
+// and AlltoAll, as nccl-tests does). Sizes that round to 0 and repeats are dropped.
 func sweep(minBytes, maxBytes int64, factor int, align int64) []int64 {
 	if factor < 2 || align <= 0 {
 		return nil
@@ -122,8 +123,8 @@ func sweep(minBytes, maxBytes int64, factor int, align int64) []int64 {
 
 const usageText = `mscclpp-bench: collective benchmark of MSCCL++ in Go, in the style of nccl-tests.
 
-It measures the library's own AllReduce, AllGather, ReduceScatter or Broadcast (package
-collectives) by default;
+It measures the library's own AllReduce, AllGather, ReduceScatter, Broadcast, AlltoAll or
+SendRecv (package collectives) by default;
 --compare-nccl also runs every size through NCCL (libnccl.so.2, loaded at run time) in the same
 process, on the same buffers and stream, and prints both times and their ratio (mscclpp / nccl);
 -impl nccl (or --nccl-only) measures NCCL alone. NCCL is loaded only when one of these asks for it.
@@ -140,15 +141,20 @@ Go runtime, and a Go program cannot load a second one. bench/nccl_overhead (a C 
 it with the C API and the real NCCL instead.
 MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO force the library's algorithm (the header says so).
 -R 1 registers the send and receive buffers with the library (collectives.Comm.Register), so
-that its large calls run zero-copy; NCCL uses the same buffers unregistered.
+that its large calls run zero-copy (AlltoAll and SendRecv always go through their own scratch);
+NCCL uses the same buffers unregistered.
 
 Time per size (-G 0) is wall-clock (time.Now) around -n back-to-back enqueued calls followed by
 a stream synchronize, divided by -n, and the maximum over ranks; -w warm-up calls precede it.
 With -G N the -n calls are captured once into a CUDA graph and the time is wall-clock around N
 launches of that graph and a stream synchronize, divided by n*N.
 algbw = size/time; busbw = algbw*2(n-1)/n for AllReduce, algbw*(n-1)/n for AllGather (whose
-size is the total bytes each rank receives) and ReduceScatter (whose size is the total bytes each
-rank sends), algbw for Broadcast (from rank 0).
+size is the total bytes each rank receives), ReduceScatter (whose size is the total bytes each
+rank sends) and AlltoAll (whose size is either buffer: each rank sends size/n bytes to every rank),
+algbw for Broadcast (from rank 0) and SendRecv (each rank sends size bytes to rank+1 and receives
+size bytes from rank-1, one ncclSend and one ncclRecv in a group on NCCL's side).
+In place, the library's AlltoAll is not run (it is out of place only: its rows say skipped), and
+NCCL's AlltoAll and both SendRecvs are timed but not checked, as in nccl-tests.
 
 Options:
 `
@@ -171,7 +177,7 @@ func parseOptions(args []string, out io.Writer) (*options, error) {
 	check := fs.Int("c", 1, "check results (0 or 1)")
 	dt := fs.String("d", "float", "datatype: float, half, bfloat16, int32, uint32, double")
 	op := fs.String("o", "sum", "reduction op: sum, min, max (AllReduce, ReduceScatter)")
-	fs.StringVar(&o.collective, "op", opAllReduce, "collective: allreduce, allgather, reducescatter or broadcast")
+	fs.StringVar(&o.collective, "op", opAllReduce, "collective: "+orList(collectiveNames))
 	fs.StringVar(&o.jsonFile, "json", "", "write every row as JSON to `FILE`")
 	fs.StringVar(&o.plotFile, "plot", "", "write bus bandwidth and latency plots to `FILE.png`")
 	impl := fs.String("impl", implMscclpp, "implementation measured: mscclpp or nccl")
@@ -193,10 +199,8 @@ func parseOptions(args []string, out io.Writer) (*options, error) {
 	if o.op, err = parseRedOp(*op); err != nil {
 		return nil, err
 	}
-	switch o.collective {
-	case opAllReduce, opAllGather, opReduceScatter, opBroadcast:
-	default:
-		return nil, fmt.Errorf("-op %q: want allreduce, allgather, reducescatter or broadcast", o.collective)
+	if !slices.Contains(collectiveNames, o.collective) {
+		return nil, fmt.Errorf("-op %q: want %s", o.collective, orList(collectiveNames))
 	}
 	switch {
 	case o.factor < 2:
@@ -222,6 +226,14 @@ func parseOptions(args []string, out io.Writer) (*options, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // chooseImpls turns -impl, --compare-nccl and --nccl-only into the implementations to measure.

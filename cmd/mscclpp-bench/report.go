@@ -17,9 +17,9 @@ type row struct {
 	Impl       string  `json:"impl"` // "mscclpp" (the library's collectives) or "nccl"
 	Collective string  `json:"collective"`
 	Datatype   string  `json:"datatype"`
-	Op         string  `json:"op"` // "none" for AllGather and Broadcast
+	Op         string  `json:"op"` // "none" for the collectives that do not reduce
 	Ranks      int     `json:"ranks"`
-	Size       int64   `json:"size"`  // bytes; AllGather: the total each rank receives; ReduceScatter: sends
+	Size       int64   `json:"size"`  // bytes; AllGather: the total each rank receives; ReduceScatter: sends; AlltoAll: either buffer; SendRecv: sent
 	Count      int64   `json:"count"` // elements, size / element size
 	TimeUs     float64 `json:"time_us"`
 	AlgBW      float64 `json:"algbw"` // GB/s (1e9 bytes per second)
@@ -28,6 +28,7 @@ type row struct {
 	InPlace    bool    `json:"in_place"`
 	Graph      int     `json:"graph"`                // -G: CUDA graph launches timed; 0: direct calls
 	Registered bool    `json:"registered,omitempty"` // -R 1: the library's buffers were registered
+	Skipped    string  `json:"skipped,omitempty"`    // why the row was not run: the implementation refuses the call
 }
 
 // busFactor is busbw/algbw for a collective over n ranks, as nccl-tests defines it.
@@ -38,9 +39,9 @@ func busFactor(collective string, n int) float64 {
 	switch collective {
 	case opAllReduce:
 		return 2 * float64(n-1) / float64(n)
-	case opAllGather, opReduceScatter:
+	case opAllGather, opReduceScatter, opAlltoAll:
 		return float64(n-1) / float64(n)
-	case opBroadcast:
+	case opBroadcast, opSendRecv:
 		return 1
 	}
 	return 0
@@ -75,8 +76,6 @@ func wrongValue(w int64) string {
 	return strconv.FormatInt(w, 10)
 }
 
-func wrongText(w int64) string { return fmt.Sprintf("%5s", wrongValue(w)) }
-
 // ratioText is a ratio column: ours / theirs, or N/A when either is not positive.
 func ratioText(ours, theirs float64) string {
 	if ours <= 0 || theirs <= 0 {
@@ -93,12 +92,24 @@ func rootColumn(collective string) int {
 	return -1
 }
 
+// skippedText fills the time column of a skipped row; its other columns read N/A.
+const skippedText = "skipped"
+
+// measuredText is r's time, algbw, busbw and #wrong as the tables print them: N/A for a skipped row.
+func measuredText(r row) (time, algbw, busbw, wrong string) {
+	if r.Skipped != "" {
+		return skippedText, "N/A", "N/A", "N/A"
+	}
+	return timeText(r.TimeUs), fmt.Sprintf("%.2f", r.AlgBW), fmt.Sprintf("%.2f", r.BusBW), wrongValue(r.Wrong)
+}
+
 // formatRow is one size's line: out-of-place then in-place, in nccl-tests' columns.
 func formatRow(out, in row) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", out.Size, out.Count, out.Datatype, out.Op, rootColumn(out.Collective))
 	for _, r := range []row{out, in} {
-		fmt.Fprintf(&b, "  %7s  %6.2f  %6.2f  %s", timeText(r.TimeUs), r.AlgBW, r.BusBW, wrongText(r.Wrong))
+		t, a, bus, w := measuredText(r)
+		fmt.Fprintf(&b, "  %7s  %6s  %6s  %5s", t, a, bus, w)
 	}
 	return b.String()
 }
@@ -116,10 +127,10 @@ func formatCompareRow(ours, nccl [2]row) string {
 	o := ours[0]
 	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", o.Size, o.Count, o.Datatype, o.Op, rootColumn(o.Collective))
 	for k := range 2 {
-		m, n := ours[k], nccl[k]
-		fmt.Fprintf(&b, "  %7s %7s %6s  %7.2f %7.2f  %7.2f %7.2f  %7s %7s",
-			timeText(m.TimeUs), timeText(n.TimeUs), ratioText(m.TimeUs, n.TimeUs),
-			m.AlgBW, n.AlgBW, m.BusBW, n.BusBW, wrongValue(m.Wrong), wrongValue(n.Wrong))
+		mt, ma, mb, mw := measuredText(ours[k])
+		nt, na, nb, nw := measuredText(nccl[k])
+		fmt.Fprintf(&b, "  %7s %7s %6s  %7s %7s  %7s %7s  %7s %7s",
+			mt, nt, ratioText(ours[k].TimeUs, nccl[k].TimeUs), ma, na, mb, nb, mw, nw)
 	}
 	return b.String()
 }
@@ -180,22 +191,28 @@ func center(label string, width int, fill byte) string {
 	return strings.Repeat(string(fill), left) + " " + label + " " + strings.Repeat(string(fill), pad-left)
 }
 
-// avgBusBW is the mean busbw over every row, both placements, as nccl-tests averages it.
+// avgBusBW is the mean busbw over every row run, both placements, as nccl-tests averages it.
 func avgBusBW(rows []row) float64 {
-	if len(rows) == 0 {
+	var s float64
+	var n int
+	for _, r := range rows {
+		if r.Skipped == "" {
+			s += r.BusBW
+			n++
+		}
+	}
+	if n == 0 {
 		return 0
 	}
-	var s float64
-	for _, r := range rows {
-		s += r.BusBW
-	}
-	return s / float64(len(rows))
+	return s / float64(n)
 }
 
 // jsonNote explains the rows of --json.
 const jsonNote = "impl: mscclpp = this library's collectives, nccl = NCCL in the same process (same buffers and stream); " +
-	"time_us: per call, max over ranks; size: bytes (AllGather: received per rank; ReduceScatter: sent per rank); algbw, busbw: GB/s; " +
-	"wrong: summed over ranks, -1 when not checked; graph: CUDA graph launches timed, 0 for direct calls"
+	"time_us: per call, max over ranks; size: bytes (AllGather: received per rank; ReduceScatter: sent per rank; " +
+	"AlltoAll: sent per rank, size/ranks to each; SendRecv: sent to the next rank); algbw, busbw: GB/s; " +
+	"wrong: summed over ranks, -1 when not checked; graph: CUDA graph launches timed, 0 for direct calls; " +
+	"skipped: why the row was not run (the implementation refuses that placement)"
 
 // summaryLines are the lines after the table: wrong results (with -c 1) and the average bus
 // bandwidth, per implementation and with the mean time ratio under --compare-nccl.
@@ -324,6 +341,7 @@ func (b *bench) headerLines(devLines []string) []string {
 		lines = append(lines, fmt.Sprintf("# time: wall clock around %d launches of a CUDA graph of %d captured calls + stream synchronize, per call, max over ranks",
 			o.graph, o.iters))
 	}
+	lines = append(lines, planLines(o)...)
 	lines = append(lines, "#", "# Using devices")
 	lines = append(lines, devLines...)
 	lines = append(lines, "#")
@@ -331,6 +349,25 @@ func (b *bench) headerLines(devLines []string) []string {
 		return append(lines, compareHeader)
 	}
 	return append(lines, tableHeader)
+}
+
+// planLines say which placements of the measured implementations are skipped or, with -c 1,
+// not checked, and why (planFor).
+func planLines(o *options) []string {
+	var lines []string
+	for _, inPlace := range []bool{false, true} {
+		for _, impl := range o.impls {
+			p := planFor(o.collective, impl, inPlace)
+			what := fmt.Sprintf("# %s %s, %s:", placement(inPlace), o.collective, impl)
+			switch {
+			case p.skip != "":
+				lines = append(lines, what+" skipped: "+p.skip)
+			case p.unchecked != "" && o.check:
+				lines = append(lines, what+" "+p.unchecked)
+			}
+		}
+	}
+	return lines
 }
 
 // jsonReport is what --json writes.
