@@ -25,15 +25,16 @@ NVCC_PTX_FLAGS  := -std=c++17 -O3 -ptx -arch=compute_80 -Iinclude
 
 # What the library built here embeds (SASS=1, the default; SASS=0 embeds the PTX alone and needs
 # no nvcc): per module a compressed fatbin with the PTX, and for the modules in KERNEL_SASS machine
-# code for sm_80 and sm_90 too. Those are the ones the driver takes most of its 44-51 s to compile on
-# an H200, so a first run does not wait for them; the rest (2-3.5 s together) are left to the
-# driver, whose compiler is newer than the toolkit's: on 2 x H200 the small-message kernels ran
-# 1-3 % slower as CUDA 11.8's machine code than as the driver's, the AllGather of 2 MiB 5 %. The
+# code for sm_80 and sm_90 too. Those are the round kernels that reduce, which take CUDA 11.8's
+# ptxas about 25 of the 27 s it spends on all modules for sm_90, so a first run does not wait for
+# the driver to compile them; the rest (2.5 s with that ptxas) are left to the driver, whose
+# compiler is newer than the toolkit's: on 2 x H200 the small-message kernels ran 1-3 % slower as
+# CUDA 11.8's machine code than as the driver's, the AllGather of 2 MiB 5 %. The
 # fatbins are made from the committed PTX and not committed; next to each, the PTX's sha256,
 # which the kernels package's tests compare with the PTX. kernels/fatbin/flags records what
 # they were built with, and $(BUILD)/go-tags the Go build tags, so changing either rebuilds.
 SASS              ?= 1
-KERNEL_SASS       := allreduce_direct allreduce_port allreduce_rsag allreduce_rsag_port
+KERNEL_SASS       := allreduce_direct allreduce_port allreduce_rsag allreduce_rsag_port reducescatter_put
 KERNEL_FATBIN     := $(patsubst kernels/ptx/%.ptx,kernels/fatbin/%.fatbin,$(KERNEL_PTX))
 KERNEL_FATBIN_SUM := $(KERNEL_FATBIN:.fatbin=.ptx.sha256)
 NVCC_FATBIN_FLAGS := -fatbin -arch=compute_80 -Xfatbin=-compress-all
