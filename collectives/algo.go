@@ -138,12 +138,12 @@ type registered struct {
 	sendCopyEngine bool
 }
 
-// chooseAllReduce picks the algorithm and grid for bytes of dt across nRanks, in grids of at
-// most maxGrid blocks (2 or more); reg says which zero-copy paths the call's send and receive
-// buffers allow; forced is MSCCLPP_ALLREDUCE_ALGO ("auto" or an algorithm name). A forced packet
-// algorithm whose packets would not fit a packet slot falls back to rsag; a forced zero-copy
-// algorithm that the buffers do not allow is auto.
-func chooseAllReduce(bytes uint64, dt DataType, nRanks, maxGrid int, reg registered, forced string) plan {
+// chooseAllReduce picks the algorithm, kernel and grid for bytes of dt reduced with op across
+// nRanks, in grids of at most maxGrid blocks (2 or more); reg says which zero-copy paths the
+// call's send and receive buffers allow; forced is MSCCLPP_ALLREDUCE_ALGO ("auto" or an algorithm
+// name). A forced packet algorithm whose packets would not fit a packet slot falls back to rsag;
+// a forced zero-copy algorithm that the buffers do not allow is auto.
+func chooseAllReduce(bytes uint64, dt DataType, op Op, nRanks, maxGrid int, reg registered, forced string) plan {
 	zeroCopy := reg.zeroCopy
 	fitsOneShot := bytes <= packetMaxBytes
 	fitsTwoShot := (bytes+uint64(nRanks)*packetWordBytes-1)/(uint64(nRanks)*packetWordBytes)*packetWordBytes <= packetMaxBytes
@@ -177,7 +177,7 @@ func chooseAllReduce(bytes uint64, dt DataType, nRanks, maxGrid int, reg registe
 			algo = AlgoRSAGDirect
 		}
 	}
-	kernel := allReduceKernel(algo, dt)
+	kernel := allReduceKernel(algo, dt, op)
 	share := bytes / uint64(nRanks)
 	switch algo {
 	case AlgoRSAG, AlgoRSAGDirect:
@@ -191,52 +191,72 @@ func chooseAllReduce(bytes uint64, dt DataType, nRanks, maxGrid int, reg registe
 	return plan{algo, kernel, packetBlocks(bytes, maxGrid), packetThreads}
 }
 
-// allReduceKernel is the entry point of algo for dt.
-func allReduceKernel(algo string, dt DataType) string {
-	return "mscclpp_allreduce_" + algo + "_" + dataTypes[dt].suffix
+// allReduceKernel is the entry point of algo for dt and op.
+func allReduceKernel(algo string, dt DataType, op Op) string {
+	return "mscclpp_allreduce_" + algo + "_" + reduceKernelSuffix(dt, op)
 }
 
 // allGatherKernel is the entry point of algo (AllGather moves bytes: one kernel for every type).
 func allGatherKernel(algo string) string { return "mscclpp_allgather_" + algo }
 
-// reduceScatterKernel is the entry point of algo for dt.
-func reduceScatterKernel(algo string, dt DataType) string {
-	return "mscclpp_reducescatter_" + algo + "_" + dataTypes[dt].suffix
+// reduceScatterKernel is the entry point of algo for dt and op.
+func reduceScatterKernel(algo string, dt DataType, op Op) string {
+	return "mscclpp_reducescatter_" + algo + "_" + reduceKernelSuffix(dt, op)
+}
+
+// reduceKernelSuffix ends the name of a reducing kernel's entry point for dt and op
+// (kernels/src/common.cuh, COLL_REDUCE_ENTRIES): sum has entry points of its own, the operator
+// compiled in ("sum_f32"; unsigned types take the signed type's); every other operator runs in
+// the type's entry point that reads the operator from the kernel argument ("f32").
+func reduceKernelSuffix(dt DataType, op Op) string {
+	if op == Sum {
+		return "sum_" + dataTypes[dt].sumSuffix
+	}
+	return dataTypes[dt].suffix
 }
 
 // broadcastKernel is the entry point of algo (Broadcast moves bytes: one kernel for every type).
 func broadcastKernel(algo string) string { return "mscclpp_broadcast_" + algo }
 
-// kernelNames lists every entry point a call may launch.
+// kernelNames lists every entry point a call may launch, each once.
 func kernelNames() []string {
 	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect),
 		allGatherKernel(AlgoPort), broadcastKernel(AlgoPacket), broadcastKernel(AlgoPut),
 		broadcastKernel(AlgoSAG)}
+	seen := map[string]bool{}
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
 	for dt := range dataTypes {
 		if !dt.Reducible() {
 			continue
 		}
-		for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG, AlgoDirect, AlgoRSAGDirect, AlgoRSAGPort, AlgoPort} {
-			names = append(names, allReduceKernel(algo, dt))
-		}
-		for _, algo := range []string{AlgoPacket, AlgoPut} {
-			names = append(names, reduceScatterKernel(algo, dt))
+		for op := Sum; op.Valid(); op++ {
+			for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG, AlgoDirect, AlgoRSAGDirect, AlgoRSAGPort, AlgoPort} {
+				add(allReduceKernel(algo, dt, op))
+			}
+			for _, algo := range []string{AlgoPacket, AlgoPut} {
+				add(reduceScatterKernel(algo, dt, op))
+			}
 		}
 	}
 	return names
 }
 
-// chooseReduceScatter picks the algorithm and grid for a ReduceScatter of bytes per rank of dt
-// across nRanks, in grids of at most maxGrid blocks: packets up to AllGather's packet limit (each
-// rank sends each peer as many bytes as in an AllGather of that size; not measured for
-// ReduceScatter), then rsag's reduce-scatter rounds (put). There is no zero-copy variant: every
-// call goes through the scratch.
-func chooseReduceScatter(bytes uint64, dt DataType, nRanks, maxGrid int) plan {
+// chooseReduceScatter picks the algorithm, kernel and grid for a ReduceScatter of bytes per rank
+// of dt reduced with op across nRanks, in grids of at most maxGrid blocks: packets up to
+// AllGather's packet limit (each rank sends each peer as many bytes as in an AllGather of that
+// size; not measured for ReduceScatter), then rsag's reduce-scatter rounds (put). There is no
+// zero-copy variant: every call goes through the scratch.
+func chooseReduceScatter(bytes uint64, dt DataType, op Op, nRanks, maxGrid int) plan {
 	if bytes <= allGatherPacketLimit(nRanks) {
 		// One packet per thread over the whole input, as packet2 counts it.
-		return plan{AlgoPacket, reduceScatterKernel(AlgoPacket, dt), packetBlocks(bytes*uint64(nRanks), maxGrid), packetThreads}
+		return plan{AlgoPacket, reduceScatterKernel(AlgoPacket, dt, op), packetBlocks(bytes*uint64(nRanks), maxGrid), packetThreads}
 	}
-	return plan{AlgoPut, reduceScatterKernel(AlgoPut, dt), roundBlocks(bytes, maxGrid), rsagThreads}
+	return plan{AlgoPut, reduceScatterKernel(AlgoPut, dt, op), roundBlocks(bytes, maxGrid), rsagThreads}
 }
 
 // chooseBroadcast picks the algorithm and grid for a Broadcast of bytes across nRanks, in grids

@@ -26,7 +26,7 @@ func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op O
 	forced, _ := forcedAlgorithms()
 	x := call{kind: callAllReduce, args: c.args, local: recv, bytes: bytes,
 		send: span{send, bytes}, recv: span{recv, bytes},
-		choose: func(reg registered) plan { return chooseAllReduce(bytes, dt, c.nRanks, c.maxGrid, reg, forced) }}
+		choose: func(reg registered) plan { return chooseAllReduce(bytes, dt, op, c.nRanks, c.maxGrid, reg, forced) }}
 	x.args.Send, x.args.Recv, x.args.Count, x.args.Op = uintptr(send), uintptr(recv), uint64(count), uint64(op)
 	if err := c.launch(&x, s); err != nil {
 		return fail(err)
@@ -88,7 +88,7 @@ func (c *Comm) ReduceScatter(send, recv cuda.DevicePtr, recvCount int, dt DataTy
 	}
 	// With one rank, launch copies from Send to local: this rank's part is the whole input.
 	x := call{kind: callReduceScatter, args: c.args, local: recv, bytes: bytes,
-		choose: func(registered) plan { return chooseReduceScatter(bytes, dt, c.nRanks, c.maxGrid) }}
+		choose: func(registered) plan { return chooseReduceScatter(bytes, dt, op, c.nRanks, c.maxGrid) }}
 	x.args.Send, x.args.Recv, x.args.Count, x.args.Op = uintptr(send), uintptr(recv), uint64(recvCount), uint64(op)
 	if err := c.launch(&x, s); err != nil {
 		return fail(err)

@@ -65,11 +65,11 @@ func TestChooseAllReduce(t *testing.T) {
 		{4, 2, true, AlgoRSAGPort, AlgoPacket, 1, packetThreads},
 	}
 	for _, tt := range tests {
-		p := chooseAllReduce(tt.bytes, Float16, tt.nRanks, maxBlocks, registered{zeroCopy: tt.zeroCopy}, tt.forced)
+		p := chooseAllReduce(tt.bytes, Float16, Sum, tt.nRanks, maxBlocks, registered{zeroCopy: tt.zeroCopy}, tt.forced)
 		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
 		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
 		assert.Equal(t, tt.threads, p.threads, "%+v", tt)
-		assert.Equal(t, "mscclpp_allreduce_"+tt.algo+"_f16", p.kernel)
+		assert.Equal(t, "mscclpp_allreduce_"+tt.algo+"_sum_f16", p.kernel)
 		assert.Equal(t, tt.algo == AlgoDirect || tt.algo == AlgoRSAGDirect, p.zeroCopy(), "%+v", tt)
 		if !tt.zeroCopy {
 			assert.False(t, p.zeroCopy(), "a zero-copy kernel for unregistered buffers: %+v", tt)
@@ -109,14 +109,14 @@ func TestChooseAllReduceCopyEngines(t *testing.T) {
 		{1 << 30, 2, recvOnly, AlgoAuto, AlgoRSAGDirect, maxBlocks},
 	}
 	for _, tt := range tests {
-		p := chooseAllReduce(tt.bytes, Float32, tt.nRanks, maxBlocks, tt.reg, tt.forced)
+		p := chooseAllReduce(tt.bytes, Float32, Sum, tt.nRanks, maxBlocks, tt.reg, tt.forced)
 		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
 		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
 		assert.Equal(t, rsagThreads, p.threads, "%+v", tt)
-		assert.Equal(t, allReduceKernel(tt.algo, Float32), p.kernel, "%+v", tt)
+		assert.Equal(t, allReduceKernel(tt.algo, Float32, Sum), p.kernel, "%+v", tt)
 		assert.Equal(t, tt.algo != AlgoRSAG, p.zeroCopy(), "%+v", tt)
 	}
-	p := chooseAllReduce(1<<30, Float32, 4, 2, both, AlgoPort)
+	p := chooseAllReduce(1<<30, Float32, Sum, 4, 2, both, AlgoPort)
 	assert.Equal(t, 2, p.blocks, "a reducing block and the issuing one within a grid of 2")
 }
 
@@ -185,13 +185,13 @@ func TestChooseWithinMaxGrid(t *testing.T) {
 		plan    plan
 		blocks  int
 	}{
-		{"rsag, 114 SMs", 114, chooseAllReduce(1<<30, Float32, 4, 114, registered{}, AlgoAuto), 114},
-		{"rsag_direct, 114 SMs", 114, chooseAllReduce(1<<30, Float32, 4, 114, ports, AlgoAuto), 114},
-		{"rsag_port, 114 SMs", 114, chooseAllReduce(1<<30, Float32, 4, 114, ports, AlgoRSAGPort), 114},
-		{"rsag_port, 2 SMs", 2, chooseAllReduce(1<<30, Float32, 4, 2, ports, AlgoRSAGPort), 2},
-		{"packet, 114 SMs", 114, chooseAllReduce(512<<10, Float32, 2, 114, registered{}, AlgoAuto), 114},
-		{"packet, 40 SMs", 40, chooseAllReduce(512<<10, Float32, 2, 40, registered{}, AlgoAuto), 40},
-		{"direct, 40 SMs", 40, chooseAllReduce(8<<20, Float32, 2, 40, ports, AlgoAuto), 40},
+		{"rsag, 114 SMs", 114, chooseAllReduce(1<<30, Float32, Sum, 4, 114, registered{}, AlgoAuto), 114},
+		{"rsag_direct, 114 SMs", 114, chooseAllReduce(1<<30, Float32, Sum, 4, 114, ports, AlgoAuto), 114},
+		{"rsag_port, 114 SMs", 114, chooseAllReduce(1<<30, Float32, Sum, 4, 114, ports, AlgoRSAGPort), 114},
+		{"rsag_port, 2 SMs", 2, chooseAllReduce(1<<30, Float32, Sum, 4, 2, ports, AlgoRSAGPort), 2},
+		{"packet, 114 SMs", 114, chooseAllReduce(512<<10, Float32, Sum, 2, 114, registered{}, AlgoAuto), 114},
+		{"packet, 40 SMs", 40, chooseAllReduce(512<<10, Float32, Sum, 2, 40, registered{}, AlgoAuto), 40},
+		{"direct, 40 SMs", 40, chooseAllReduce(8<<20, Float32, Sum, 2, 40, ports, AlgoAuto), 40},
 		{"allgather put, 114 SMs", 114, chooseAllGather(1<<30, 4, 114, registered{}, false, AlgoAuto), 114},
 		{"allgather put, 40 SMs", 40, chooseAllGather(1<<30, 4, 40, registered{}, false, AlgoAuto), 40},
 		{"allgather port, 40 SMs", 40, chooseAllGather(1<<30, 4, 40, ports, false, AlgoPort), 40},
@@ -300,48 +300,64 @@ func TestScratchBytes(t *testing.T) {
 }
 
 func TestKernelNamesCoverEveryType(t *testing.T) {
-	reducible := 0
+	reducible, sums := 0, map[string]bool{}
 	for dt := range dataTypes {
 		if dt.Reducible() {
 			reducible++
+			sums[dataTypes[dt].sumSuffix] = true
 		}
 	}
 	assert.Equal(t, 10, reducible, "every type but fp8")
+	assert.Len(t, sums, 7, "unsigned types sum with the signed kernels")
 	// Four AllGather and three Broadcast kernels; seven AllReduce and two ReduceScatter
-	// algorithms per reducible type.
-	assert.Len(t, kernelNames(), 4+3+(7+2)*reducible)
+	// algorithms, each with an entry point per reducible type and one per distinct sum.
+	assert.Len(t, kernelNames(), 4+3+(7+2)*(reducible+len(sums)))
 }
 
-// TestKernelNames: a reducing kernel's entry point is its algorithm's with the type's suffix
-// (kernels/src/common.cuh, COLL_REDUCE_ENTRIES); every operator runs in that one entry point.
+// TestKernelNames: a reducing kernel's entry point is its algorithm's with, for sum, "sum_" and
+// the type's suffix (an unsigned type's sum is its signed twin's), and for the other operators
+// the type's suffix alone (kernels/src/common.cuh, COLL_REDUCE_ENTRIES).
 func TestKernelNames(t *testing.T) {
 	tests := []struct {
-		dt         DataType
-		allReduce  string
-		reduceScat string
+		dt           DataType
+		sum, any     string // AllReduce rsag entry points: sum, every other operator
+		rsSum, rsAny string // ReduceScatter put
 	}{
-		{Int8, "mscclpp_allreduce_rsag_i8", "mscclpp_reducescatter_put_i8"},
-		{Uint8, "mscclpp_allreduce_rsag_u8", "mscclpp_reducescatter_put_u8"},
-		{Int32, "mscclpp_allreduce_rsag_i32", "mscclpp_reducescatter_put_i32"},
-		{Uint32, "mscclpp_allreduce_rsag_u32", "mscclpp_reducescatter_put_u32"},
-		{Int64, "mscclpp_allreduce_rsag_i64", "mscclpp_reducescatter_put_i64"},
-		{Uint64, "mscclpp_allreduce_rsag_u64", "mscclpp_reducescatter_put_u64"},
-		{Float16, "mscclpp_allreduce_rsag_f16", "mscclpp_reducescatter_put_f16"},
-		{BFloat16, "mscclpp_allreduce_rsag_bf16", "mscclpp_reducescatter_put_bf16"},
-		{Float32, "mscclpp_allreduce_rsag_f32", "mscclpp_reducescatter_put_f32"},
-		{Float64, "mscclpp_allreduce_rsag_f64", "mscclpp_reducescatter_put_f64"},
+		{Int8, "rsag_sum_i8", "rsag_i8", "put_sum_i8", "put_i8"},
+		{Uint8, "rsag_sum_i8", "rsag_u8", "put_sum_i8", "put_u8"},
+		{Int32, "rsag_sum_i32", "rsag_i32", "put_sum_i32", "put_i32"},
+		{Uint32, "rsag_sum_i32", "rsag_u32", "put_sum_i32", "put_u32"},
+		{Int64, "rsag_sum_i64", "rsag_i64", "put_sum_i64", "put_i64"},
+		{Uint64, "rsag_sum_i64", "rsag_u64", "put_sum_i64", "put_u64"},
+		{Float16, "rsag_sum_f16", "rsag_f16", "put_sum_f16", "put_f16"},
+		{BFloat16, "rsag_sum_bf16", "rsag_bf16", "put_sum_bf16", "put_bf16"},
+		{Float32, "rsag_sum_f32", "rsag_f32", "put_sum_f32", "put_f32"},
+		{Float64, "rsag_sum_f64", "rsag_f64", "put_sum_f64", "put_f64"},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.allReduce, allReduceKernel(AlgoRSAG, tt.dt), tt.dt.String())
-		assert.Equal(t, tt.reduceScat, reduceScatterKernel(AlgoPut, tt.dt), tt.dt.String())
-		assert.Contains(t, kernelNames(), tt.allReduce)
-		assert.Contains(t, kernelNames(), tt.reduceScat)
+		for op := Sum; op.Valid(); op++ {
+			allReduce, reduceScatter := "mscclpp_allreduce_"+tt.any, "mscclpp_reducescatter_"+tt.rsAny
+			if op == Sum {
+				allReduce, reduceScatter = "mscclpp_allreduce_"+tt.sum, "mscclpp_reducescatter_"+tt.rsSum
+			}
+			what := tt.dt.String() + " " + op.String()
+			assert.Equal(t, allReduce, allReduceKernel(AlgoRSAG, tt.dt, op), what)
+			assert.Equal(t, reduceScatter, reduceScatterKernel(AlgoPut, tt.dt, op), what)
+			assert.Contains(t, kernelNames(), allReduce, what)
+			assert.Contains(t, kernelNames(), reduceScatter, what)
+		}
 	}
 	for _, dt := range []DataType{Float8E4M3, Float8E5M2} {
 		for _, k := range kernelNames() {
 			assert.NotContains(t, k, "_"+dt.String(), "fp8 has no reducing kernel")
 		}
 	}
+	// The plans launch their operator's entry point.
+	allReduce := func(op Op) string { return chooseAllReduce(4, Uint32, op, 2, maxBlocks, registered{}, AlgoAuto).kernel }
+	assert.Equal(t, "mscclpp_allreduce_packet_sum_i32", allReduce(Sum))
+	assert.Equal(t, "mscclpp_allreduce_packet_u32", allReduce(Avg))
+	assert.Equal(t, "mscclpp_reducescatter_put_sum_i64", chooseReduceScatter(1<<30, Uint64, Sum, 4, maxBlocks).kernel)
+	assert.Equal(t, "mscclpp_reducescatter_put_u64", chooseReduceScatter(1<<30, Uint64, Max, 4, maxBlocks).kernel)
 }
 
 // TestCheckReduction: every operator on every type but fp8; anything else is refused with
@@ -630,7 +646,9 @@ func TestCallsAccepted(t *testing.T) {
 // for ReduceScatter, the message for Broadcast), then ReduceScatter's rounds, Broadcast's put on
 // 2 ranks and sag on 3 to maxZeroCopyPeers + 1; never zero-copy.
 func TestChooseReduceScatterAndBroadcast(t *testing.T) {
-	rs := func(bytes uint64, nRanks int) plan { return chooseReduceScatter(bytes, BFloat16, nRanks, maxBlocks) }
+	rs := func(bytes uint64, nRanks int) plan {
+		return chooseReduceScatter(bytes, BFloat16, Sum, nRanks, maxBlocks)
+	}
 	bc := func(bytes uint64, nRanks int) plan { return chooseBroadcast(bytes, nRanks, maxBlocks) }
 	tests := []struct {
 		choose  func(bytes uint64, nRanks int) plan
@@ -640,13 +658,13 @@ func TestChooseReduceScatterAndBroadcast(t *testing.T) {
 		blocks  int
 		threads int
 	}{
-		{rs, 4, 2, "mscclpp_reducescatter_packet_bf16", 1, packetThreads},
-		{rs, 512 << 10, 2, "mscclpp_reducescatter_packet_bf16", maxBlocks, packetThreads},
-		{rs, 64 << 10, 4, "mscclpp_reducescatter_packet_bf16", 64, packetThreads}, // 256 KiB of input: 32768 packets
-		{rs, 256 << 10, 4, "mscclpp_reducescatter_packet_bf16", maxBlocks, packetThreads},
-		{rs, 512<<10 + 4, 2, "mscclpp_reducescatter_put_bf16", 17, rsagThreads},
-		{rs, 256<<10 + 4, 4, "mscclpp_reducescatter_put_bf16", 9, rsagThreads},
-		{rs, 1 << 30, 8, "mscclpp_reducescatter_put_bf16", maxBlocks, rsagThreads},
+		{rs, 4, 2, "mscclpp_reducescatter_packet_sum_bf16", 1, packetThreads},
+		{rs, 512 << 10, 2, "mscclpp_reducescatter_packet_sum_bf16", maxBlocks, packetThreads},
+		{rs, 64 << 10, 4, "mscclpp_reducescatter_packet_sum_bf16", 64, packetThreads}, // 256 KiB of input: 32768 packets
+		{rs, 256 << 10, 4, "mscclpp_reducescatter_packet_sum_bf16", maxBlocks, packetThreads},
+		{rs, 512<<10 + 4, 2, "mscclpp_reducescatter_put_sum_bf16", 17, rsagThreads},
+		{rs, 256<<10 + 4, 4, "mscclpp_reducescatter_put_sum_bf16", 9, rsagThreads},
+		{rs, 1 << 30, 8, "mscclpp_reducescatter_put_sum_bf16", maxBlocks, rsagThreads},
 		{bc, 1, 2, "mscclpp_broadcast_packet", 1, packetThreads},
 		{bc, 512 << 10, 2, "mscclpp_broadcast_packet", maxBlocks, packetThreads},
 		{bc, 256 << 10, 4, "mscclpp_broadcast_packet", 64, packetThreads},
@@ -670,6 +688,6 @@ func TestChooseReduceScatterAndBroadcast(t *testing.T) {
 			assert.LessOrEqual(t, tt.bytes, uint64(packetMaxBytes), "a packet slot holds what a rank sends a peer")
 		}
 	}
-	assert.Equal(t, 40, chooseReduceScatter(1<<30, Float32, 4, 40).blocks)
+	assert.Equal(t, 40, chooseReduceScatter(1<<30, Float32, Sum, 4, 40).blocks)
 	assert.Equal(t, 40, chooseBroadcast(1<<30, 4, 40).blocks)
 }

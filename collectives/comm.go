@@ -269,10 +269,10 @@ func (c *Comm) allocate(lay layout) error {
 
 // loadModules loads the embedded kernel modules; the GPU's context is current. The driver
 // compiles a module's PTX the first time it meets it on a GPU model and caches the result (under
-// ~/.nv/ComputeCache unless CUDA_CACHE_PATH or CUDA_CACHE_DISABLE say otherwise): 44-51 s for all
-// of them on an H200. Built by make, the large modules carry machine code for sm_80 and sm_90 and
-// the first load takes 2-3.5 s (package kernels). So the time the load took is logged, and a load
-// slow enough to look like a hang says why.
+// ~/.nv/ComputeCache unless CUDA_CACHE_PATH or CUDA_CACHE_DISABLE say otherwise): tens of seconds
+// for all of them. Built by make, the large modules carry machine code for sm_80 and sm_90 and
+// the driver compiles only the small ones, a few seconds (package kernels). So the time the load
+// took is logged, and a load slow enough to look like a hang says why.
 func (c *Comm) loadModules() error {
 	mods, err := kernels.Modules()
 	if err != nil {

@@ -31,19 +31,22 @@ var dataTypes = map[DataType]struct {
 	name   string
 	size   int
 	suffix string // of the reducing kernels' entry points (kernels/src/common.cuh); "": none
+	// sumSuffix: of the entry points with sum compiled in. An unsigned type adds as the signed
+	// type of its width (two's complement: the same bits), which has no kernel of its own.
+	sumSuffix string
 }{
-	Int8:       {"int8", 1, "i8"},
-	Uint8:      {"uint8", 1, "u8"},
-	Int32:      {"int32", 4, "i32"},
-	Uint32:     {"uint32", 4, "u32"},
-	Int64:      {"int64", 8, "i64"},
-	Uint64:     {"uint64", 8, "u64"},
-	Float16:    {"float16", 2, "f16"},
-	Float32:    {"float32", 4, "f32"},
-	Float64:    {"float64", 8, "f64"},
-	BFloat16:   {"bfloat16", 2, "bf16"},
-	Float8E4M3: {"float8e4m3", 1, ""},
-	Float8E5M2: {"float8e5m2", 1, ""},
+	Int8:       {"int8", 1, "i8", "i8"},
+	Uint8:      {"uint8", 1, "u8", "i8"},
+	Int32:      {"int32", 4, "i32", "i32"},
+	Uint32:     {"uint32", 4, "u32", "i32"},
+	Int64:      {"int64", 8, "i64", "i64"},
+	Uint64:     {"uint64", 8, "u64", "i64"},
+	Float16:    {"float16", 2, "f16", "f16"},
+	Float32:    {"float32", 4, "f32", "f32"},
+	Float64:    {"float64", 8, "f64", "f64"},
+	BFloat16:   {"bfloat16", 2, "bf16", "bf16"},
+	Float8E4M3: {"float8e4m3", 1, "", ""},
+	Float8E5M2: {"float8e5m2", 1, "", ""},
 }
 
 // Valid reports whether t is a supported type.

@@ -4,20 +4,23 @@
 //
 // The PTX is generated, and committed so that `go build` needs no CUDA compiler: `make kernels`
 // regenerates it after an edit under src/, and `make test` fails when it is stale. A plain
-// `go build` embeds the PTX, which the driver compiles for the GPU at the first load (44-51 s for
-// all modules on an H200, then cached in the driver's compute cache). Built with the
+// `go build` embeds the PTX, which the driver compiles for the GPU at the first load (tens of
+// seconds for all modules, then cached in the driver's compute cache). Built with the
 // mscclpp_sass tag, as make builds the library, the package embeds instead the fatbins that
-// `make fatbins` makes of the PTX under fatbin/: the PTX, and for the large modules, which take
-// the driver seconds each, machine code for sm_80 and sm_90 (loaded in milliseconds); the others
-// are left to the driver's compiler, newer than the toolkit's, whose code for the small-message
-// kernels measured faster. That was 2-3.5 s together before the reducing kernels took five
-// operators and ten types; since, the driver's first compile of them took 31-33 s on an H100
-// (cached afterwards): to be trimmed. ImageFormat says which this build holds.
+// `make fatbins` makes of the PTX under fatbin/: the PTX, and for the large modules (the round
+// kernels that reduce), which take the driver seconds each, machine code for sm_80 and sm_90
+// (loaded in milliseconds); the others are left to the driver's compiler, newer than the
+// toolkit's, whose code for the small-message kernels measured faster. ImageFormat says which
+// this build holds.
 //
 // Every collective kernel takes one parameter, the coll::Args struct of src/common.cuh
 // (mirrored by the collectives package); the point-to-point kernel (src/sendrecv.cu) takes its
-// own coll::P2PArgs. The kernels that reduce (AllReduce, ReduceScatter) have one entry point per
-// element type, named <prefix>_<type suffix> (i8, u8, i32, u32, i64, u64, f16, bf16, f32, f64),
-// the operator being an argument; those that only move data (AllGather, Broadcast, Send/Recv)
-// take a byte count, one entry point for every type.
+// own coll::P2PArgs. The kernels that reduce (AllReduce, ReduceScatter) have two entry points per
+// element type: <prefix>_sum_<type suffix>, sum compiled in (the path that matters most; unsigned
+// types sum with the signed type's, the same bits), and <prefix>_<type suffix>, every operator,
+// read from the argument at run time (suffixes i8, u8, i32, u32, i64, u64, f16, bf16, f32, f64).
+// Each operator compiled in would copy the whole kernel: with five operators and ten types that
+// made the PTX 32 MB and the driver's first compile of the modules without machine code 31-33 s on
+// an H100; as two entry points per type it is 13 MB. Those that only move data (AllGather,
+// Broadcast, Send/Recv) take a byte count, one entry point for every type.
 package kernels

@@ -59,7 +59,8 @@ func TestModulesAreTheCommittedPTX(t *testing.T) {
 }
 
 // TestModulesHaveTheirEntryPoints checks that the PTX declares the kernels the collectives
-// package launches, one per element type where the kernel reduces.
+// package launches: where the kernel reduces, one per element type (every operator) and one per
+// type of distinct sums (sum compiled in; unsigned types sum with the signed ones).
 func TestModulesHaveTheirEntryPoints(t *testing.T) {
 	names, ptx := committedPTX(t)
 	entries := map[string]bool{}
@@ -75,8 +76,11 @@ func TestModulesHaveTheirEntryPoints(t *testing.T) {
 	for _, prefix := range []string{"mscclpp_allreduce_packet", "mscclpp_allreduce_packet2", "mscclpp_allreduce_rsag",
 		"mscclpp_allreduce_direct", "mscclpp_allreduce_rsag_direct", "mscclpp_allreduce_rsag_port", "mscclpp_allreduce_port",
 		"mscclpp_reducescatter_packet", "mscclpp_reducescatter_put"} {
-		for _, suffix := range []string{"f32", "f16", "bf16", "i32", "u32", "f64"} {
+		for _, suffix := range []string{"f32", "f16", "bf16", "f64", "i8", "u8", "i32", "u32", "i64", "u64"} {
 			assert.True(t, entries[prefix+"_"+suffix], "%s_%s", prefix, suffix)
+		}
+		for _, suffix := range []string{"f32", "f16", "bf16", "f64", "i8", "i32", "i64"} {
+			assert.True(t, entries[prefix+"_sum_"+suffix], "%s_sum_%s", prefix, suffix)
 		}
 	}
 	assert.True(t, entries["mscclpp_allgather_packet"])

@@ -40,7 +40,7 @@ __device__ __forceinline__ void allreduceDirect(const Args& a) {
   auto dst = [&](uint32_t i) -> T* {
     return i == 0 ? out : reinterpret_cast<T*>(peerRecv[rotatedPeer(a, i - 1)]) + begin;
   };
-  reduceToAll<T, Op, kDirectUnroll>(src, a.nRanks, dst, a.nRanks, len, threadIdx.x, blockDim.x);
+  reduceToAll<T, Op, kDirectUnroll>(src, a.nRanks, dst, a.nRanks, len, threadIdx.x, blockDim.x, uint32_t(a.op));
   exchangeSignals(a, block);
   finishCall(a.state);
 }

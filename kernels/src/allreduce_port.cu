@@ -105,7 +105,7 @@ __device__ __forceinline__ void reducePortWaves(const Args& a, const PortWaves& 
         return r == a.rank ? send + begin + off : reinterpret_cast<const T*>(a.scratch + portSlotOffset(a, bank, r)) + off;
       };
       auto dst = [&](uint32_t) { return recv + begin + off; };
-      reduceToAll<T, Op, 1>(src, a.nRanks, dst, 1, n, threadIdx.x, blockDim.x);
+      reduceToAll<T, Op, 1>(src, a.nRanks, dst, 1, n, threadIdx.x, blockDim.x, uint32_t(a.op));
     }
     __syncthreads();
     if (threadIdx.x == 0) countWaves(a, block, w + 1);
@@ -201,4 +201,6 @@ __device__ __forceinline__ void allreducePort(const Args& a) {
 
 }  // namespace coll
 
-COLL_REDUCE_ENTRIES(mscclpp_allreduce_port, coll::allreducePort, coll::kRsagThreads, COLL_ANY_BLOCKS_PER_SM)
+// One block per SM, as every launch has: with COLL_ANY_BLOCKS_PER_SM, ptxas's heuristic capped
+// most entry points at 64 registers, and they spilled (sm_90).
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_port, coll::allreducePort, coll::kRsagThreads, COLL_ONE_BLOCK_PER_SM)

@@ -46,8 +46,9 @@ constexpr uint32_t kDescShift = 48;
 constexpr uint64_t kMaxPortBytes = uint64_t(1) << 30;
 
 // Reduction operators, numbered as NCCL's ncclRedOp_t. kAvg combines as kSum; the final sum is
-// then divided by the number of ranks once (finish).
-enum ReduceOp : uint32_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
+// then divided by the number of ranks once (finish). kAnyOp is not an operator but a kernel's
+// template argument: the operator is then Args.op, chosen at run time (COLL_REDUCE_ENTRIES).
+enum ReduceOp : uint32_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4, kAnyOp = 0xff };
 
 // Per-communicator state in device memory; zeroed at setup, kept across launches (and CUDA graph
 // replays), identical on every rank after every call because every rank runs the same calls.
@@ -142,23 +143,53 @@ __device__ __forceinline__ uint64_t clampLen(uint64_t begin, uint64_t len, uint6
 
 // ---- Elements and operators -------------------------------------------------------------------
 
-// Combines two values (kAvg: sums them). Integers wrap (the sum and product of 1-byte types are
-// computed in int and truncated back).
+// The operator functions below take the operator as a template argument Op and, for Op ==
+// kAnyOp, as the run-time value op (Args.op; ignored for any other Op). op is the same for every
+// thread of a launch, so its dispatch is a branch that all threads take the same way; it is made
+// per element or per word, not around the kernel's loops, so that one instantiation of a kernel
+// serves every operator (each operator compiled in would be a copy of the whole kernel).
+
+// The type integers of type T are summed and multiplied in: the unsigned type of their width, so
+// that they wrap (a signed overflow would be undefined) and a signed type's sum has the same bits
+// as the unsigned type's (the host runs unsigned sums on the signed types' kernels). 1-byte types
+// promote to int, and are truncated back.
+template <typename T, bool = std::is_integral<T>::value>
+struct Wrapping {
+  using type = T;
+};
+template <typename T>
+struct Wrapping<T, true> {
+  using type = typename std::make_unsigned<T>::type;
+};
+
+// Combines two values (kAvg: sums them). Integers wrap (Wrapping).
 template <uint32_t Op, typename T>
-__device__ __forceinline__ T apply(T a, T b) {
-  if (Op == kMax) return a > b ? a : b;
-  if (Op == kMin) return a < b ? a : b;
-  if (Op == kProd) return a * b;
-  return a + b;
+__device__ __forceinline__ T apply(T a, T b, uint32_t op) {
+  if constexpr (Op == kAnyOp) {
+    if (op == kMax) return apply<kMax>(a, b, op);
+    if (op == kMin) return apply<kMin>(a, b, op);
+    if (op == kProd) return apply<kProd>(a, b, op);
+    return apply<kSum>(a, b, op);  // kSum, kAvg
+  } else if constexpr (Op == kMax) {
+    return a > b ? a : b;
+  } else if constexpr (Op == kMin) {
+    return a < b ? a : b;
+  } else if constexpr (Op == kProd) {
+    using W = typename Wrapping<T>::type;
+    return T(W(a) * W(b));
+  } else {
+    using W = typename Wrapping<T>::type;
+    return T(W(a) + W(b));
+  }
 }
 // Half types reduce through float, so the rule is the same on every architecture.
 template <uint32_t Op>
-__device__ __forceinline__ __half apply(__half a, __half b) {
-  return __float2half(apply<Op>(__half2float(a), __half2float(b)));
+__device__ __forceinline__ __half apply(__half a, __half b, uint32_t op) {
+  return __float2half(apply<Op>(__half2float(a), __half2float(b), op));
 }
 template <uint32_t Op>
-__device__ __forceinline__ __nv_bfloat16 apply(__nv_bfloat16 a, __nv_bfloat16 b) {
-  return __float2bfloat16(apply<Op>(__bfloat162float(a), __bfloat162float(b)));
+__device__ __forceinline__ __nv_bfloat16 apply(__nv_bfloat16 a, __nv_bfloat16 b, uint32_t op) {
+  return __float2bfloat16(apply<Op>(__bfloat162float(a), __bfloat162float(b), op));
 }
 
 // Four 1-byte lanes of a 32-bit word combined at once with the SIMD video intrinsics (kProd has
@@ -174,8 +205,15 @@ __device__ __forceinline__ uint32_t applyBytes4(uint32_t a, uint32_t b) {
 
 // Reduces the elements of type T packed in two words of type W (uint64_t or uint4), lane by lane.
 template <typename T, uint32_t Op, typename W>
-__device__ __forceinline__ W applyWord(W a, const W& b) {
-  if constexpr (sizeof(T) == 1 && Op != kProd) {
+__device__ __forceinline__ W applyWord(W a, const W& b, uint32_t op) {
+  if constexpr (Op == kAnyOp) {
+    switch (op) {
+      case kMax: return applyWord<T, kMax>(a, b, op);
+      case kMin: return applyWord<T, kMin>(a, b, op);
+      case kProd: return applyWord<T, kProd>(a, b, op);
+      default: return applyWord<T, kSum>(a, b, op);  // kSum, kAvg
+    }
+  } else if constexpr (sizeof(T) == 1 && Op != kProd) {
     constexpr int kWords = sizeof(W) / sizeof(uint32_t);
     uint32_t* x = reinterpret_cast<uint32_t*>(&a);
     const uint32_t* y = reinterpret_cast<const uint32_t*>(&b);
@@ -186,7 +224,7 @@ __device__ __forceinline__ W applyWord(W a, const W& b) {
     T* x = reinterpret_cast<T*>(&a);
     const T* y = reinterpret_cast<const T*>(&b);
 #pragma unroll
-    for (int i = 0; i < kLanes; ++i) x[i] = apply<Op>(x[i], y[i]);
+    for (int i = 0; i < kLanes; ++i) x[i] = apply<Op>(x[i], y[i], op);
   }
   return a;
 }
@@ -217,8 +255,10 @@ __device__ __forceinline__ double divideByRanks(double x, uint32_t n) {
 // nearest; float16 and bfloat16 divide their sum, as the type holds it, in float and round once
 // to the type (the correctly rounded quotient); float64 by divideByRanks (within a rounding step).
 template <uint32_t Op, typename T>
-__device__ __forceinline__ T finish(T acc, uint32_t n) {
-  if constexpr (Op != kAvg) {
+__device__ __forceinline__ T finish(T acc, uint32_t n, uint32_t op) {
+  if constexpr (Op == kAnyOp) {
+    return op == kAvg ? finish<kAvg>(acc, n, op) : acc;
+  } else if constexpr (Op != kAvg) {
     return acc;
   } else if constexpr (std::is_same<T, __half>::value) {
     return __float2half(__half2float(acc) / float(n));
@@ -240,12 +280,14 @@ __device__ __forceinline__ T finish(T acc, uint32_t n) {
 }
 // finish for every lane of a word of type W (uint64_t or uint4) of elements of type T.
 template <typename T, uint32_t Op, typename W>
-__device__ __forceinline__ W finishWord(W a, uint32_t n) {
-  if constexpr (Op == kAvg) {
+__device__ __forceinline__ W finishWord(W a, uint32_t n, uint32_t op) {
+  if constexpr (Op == kAnyOp) {
+    return op == kAvg ? finishWord<T, kAvg>(a, n, op) : a;
+  } else if constexpr (Op == kAvg) {
     constexpr int kLanes = sizeof(W) / sizeof(T);
     T* x = reinterpret_cast<T*>(&a);
 #pragma unroll
-    for (int i = 0; i < kLanes; ++i) x[i] = finish<Op>(x[i], n);
+    for (int i = 0; i < kLanes; ++i) x[i] = finish<Op>(x[i], n, op);
   }
   return a;
 }
@@ -432,9 +474,9 @@ __device__ __forceinline__ uint64_t reducePacketWord(const Args& a, uint32_t par
     } else {
       v = readPacket(a, packetSlotOffset(a, parity, kPacketReduce, r), i, flag);
     }
-    acc = r == 0 ? v : applyWord<T, Op>(acc, v);
+    acc = r == 0 ? v : applyWord<T, Op>(acc, v, uint32_t(a.op));
   }
-  return finishWord<T, Op>(acc, uint32_t(a.nRanks));
+  return finishWord<T, Op>(acc, uint32_t(a.nRanks), uint32_t(a.op));
 }
 
 // The reduce-scatter of the two-shot packet kernels (AllReduce packet2, ReduceScatter packet):
@@ -589,31 +631,37 @@ __device__ __forceinline__ void exchangeSignals(const Args& a, uint32_t block) {
 #define COLL_ANY_BLOCKS_PER_SM 0
 #define COLL_ONE_BLOCK_PER_SM 1
 
-// Instantiates KERNEL<T, Op> for every reduction operator behind one extern "C" entry point
-// named NAME, dispatching on args.op (uniform across the grid; the host passes only valid ones).
-#define COLL_REDUCE_ENTRY(NAME, KERNEL, T, THREADS, MIN_BLOCKS)  \
+// One extern "C" entry point NAME running KERNEL<T, OP>, for blocks of at most THREADS threads
+// and at least MIN_BLOCKS blocks per SM (COLL_*_PER_SM).
+#define COLL_REDUCE_ENTRY(NAME, KERNEL, T, OP, THREADS, MIN_BLOCKS)                              \
   extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) NAME(const coll::Args args) { \
-    switch (args.op) {                                           \
-      case coll::kMax: KERNEL<T, coll::kMax>(args); break;       \
-      case coll::kMin: KERNEL<T, coll::kMin>(args); break;       \
-      case coll::kProd: KERNEL<T, coll::kProd>(args); break;     \
-      case coll::kAvg: KERNEL<T, coll::kAvg>(args); break;       \
-      default: KERNEL<T, coll::kSum>(args); break;               \
-    }                                                            \
+    KERNEL<T, OP>(args);                                                                          \
   }
 
-// Entry points for the ten element types, suffixed as collectives.DataType.kernelSuffix, for
-// blocks of at most THREADS threads and at least MIN_BLOCKS blocks per SM (COLL_*_PER_SM).
-#define COLL_REDUCE_ENTRIES(PREFIX, KERNEL, THREADS, MIN_BLOCKS)                \
-  COLL_REDUCE_ENTRY(PREFIX##_f32, KERNEL, float, THREADS, MIN_BLOCKS)           \
-  COLL_REDUCE_ENTRY(PREFIX##_f16, KERNEL, __half, THREADS, MIN_BLOCKS)          \
-  COLL_REDUCE_ENTRY(PREFIX##_bf16, KERNEL, __nv_bfloat16, THREADS, MIN_BLOCKS)  \
-  COLL_REDUCE_ENTRY(PREFIX##_i32, KERNEL, int32_t, THREADS, MIN_BLOCKS)         \
-  COLL_REDUCE_ENTRY(PREFIX##_u32, KERNEL, uint32_t, THREADS, MIN_BLOCKS)        \
-  COLL_REDUCE_ENTRY(PREFIX##_f64, KERNEL, double, THREADS, MIN_BLOCKS)          \
-  COLL_REDUCE_ENTRY(PREFIX##_i8, KERNEL, int8_t, THREADS, MIN_BLOCKS)           \
-  COLL_REDUCE_ENTRY(PREFIX##_u8, KERNEL, uint8_t, THREADS, MIN_BLOCKS)          \
-  COLL_REDUCE_ENTRY(PREFIX##_i64, KERNEL, int64_t, THREADS, MIN_BLOCKS)         \
-  COLL_REDUCE_ENTRY(PREFIX##_u64, KERNEL, uint64_t, THREADS, MIN_BLOCKS)
+// The entry points of a reducing kernel, suffixed as collectives.DataType's kernel suffixes:
+//   PREFIX_<type>, for the ten element types: every operator, args.op read at run time (kAnyOp);
+//   PREFIX_sum_<type>, sum compiled in, the path that matters most, for the seven types whose
+//     sums differ: an unsigned type adds as the signed type of its width (two's complement, the
+//     same bits), so the host launches that one for it.
+// Two instantiations per type rather than one per operator: the kernels' PTX, and the driver's
+// time to compile it at the first load, grow with the instantiations.
+#define COLL_REDUCE_ENTRIES(PREFIX, KERNEL, THREADS, MIN_BLOCKS)                                \
+  COLL_REDUCE_ENTRY(PREFIX##_sum_f32, KERNEL, float, coll::kSum, THREADS, MIN_BLOCKS)           \
+  COLL_REDUCE_ENTRY(PREFIX##_sum_f16, KERNEL, __half, coll::kSum, THREADS, MIN_BLOCKS)          \
+  COLL_REDUCE_ENTRY(PREFIX##_sum_bf16, KERNEL, __nv_bfloat16, coll::kSum, THREADS, MIN_BLOCKS)  \
+  COLL_REDUCE_ENTRY(PREFIX##_sum_f64, KERNEL, double, coll::kSum, THREADS, MIN_BLOCKS)          \
+  COLL_REDUCE_ENTRY(PREFIX##_sum_i8, KERNEL, int8_t, coll::kSum, THREADS, MIN_BLOCKS)           \
+  COLL_REDUCE_ENTRY(PREFIX##_sum_i32, KERNEL, int32_t, coll::kSum, THREADS, MIN_BLOCKS)         \
+  COLL_REDUCE_ENTRY(PREFIX##_sum_i64, KERNEL, int64_t, coll::kSum, THREADS, MIN_BLOCKS)         \
+  COLL_REDUCE_ENTRY(PREFIX##_f32, KERNEL, float, coll::kAnyOp, THREADS, MIN_BLOCKS)             \
+  COLL_REDUCE_ENTRY(PREFIX##_f16, KERNEL, __half, coll::kAnyOp, THREADS, MIN_BLOCKS)            \
+  COLL_REDUCE_ENTRY(PREFIX##_bf16, KERNEL, __nv_bfloat16, coll::kAnyOp, THREADS, MIN_BLOCKS)    \
+  COLL_REDUCE_ENTRY(PREFIX##_f64, KERNEL, double, coll::kAnyOp, THREADS, MIN_BLOCKS)            \
+  COLL_REDUCE_ENTRY(PREFIX##_i8, KERNEL, int8_t, coll::kAnyOp, THREADS, MIN_BLOCKS)             \
+  COLL_REDUCE_ENTRY(PREFIX##_u8, KERNEL, uint8_t, coll::kAnyOp, THREADS, MIN_BLOCKS)            \
+  COLL_REDUCE_ENTRY(PREFIX##_i32, KERNEL, int32_t, coll::kAnyOp, THREADS, MIN_BLOCKS)           \
+  COLL_REDUCE_ENTRY(PREFIX##_u32, KERNEL, uint32_t, coll::kAnyOp, THREADS, MIN_BLOCKS)          \
+  COLL_REDUCE_ENTRY(PREFIX##_i64, KERNEL, int64_t, coll::kAnyOp, THREADS, MIN_BLOCKS)           \
+  COLL_REDUCE_ENTRY(PREFIX##_u64, KERNEL, uint64_t, coll::kAnyOp, THREADS, MIN_BLOCKS)
 
 #endif  // MSCCLPP_KERNELS_COMMON_CUH_

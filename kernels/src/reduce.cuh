@@ -12,10 +12,11 @@ namespace coll {
 // source in rank order, finishes it (kAvg: divides it by nSrc, the number of ranks) and stores
 // each result to every destination. The words of the first Batch
 // sources are loaded before any is reduced, so those loads (across the links, or from the
-// scratch) overlap; sources past Batch are loaded one at a time.
+// scratch) overlap; sources past Batch are loaded one at a time. op: the operator when Op is
+// kAnyOp (Args.op).
 template <typename T, uint32_t Op, uint32_t Unroll, uint32_t Batch, typename SrcFn, typename DstFn>
 __device__ __forceinline__ void reduceWords(SrcFn src, uint32_t nSrc, DstFn dst, uint32_t nDst, uint64_t v,
-                                            uint32_t numThreads) {
+                                            uint32_t numThreads, uint32_t op) {
   uint4 x[Batch][Unroll];
 #pragma unroll
   for (uint32_t r = 0; r < Batch; ++r) {
@@ -29,12 +30,12 @@ __device__ __forceinline__ void reduceWords(SrcFn src, uint32_t nSrc, DstFn dst,
     uint4 acc = x[0][u];
 #pragma unroll
     for (uint32_t r = 1; r < Batch; ++r) {
-      if (r < nSrc) acc = applyWord<T, Op>(acc, x[r][u]);
+      if (r < nSrc) acc = applyWord<T, Op>(acc, x[r][u], op);
     }
     for (uint32_t r = Batch; r < nSrc; ++r) {
-      acc = applyWord<T, Op>(acc, reinterpret_cast<const uint4*>(src(r))[v + u * numThreads]);
+      acc = applyWord<T, Op>(acc, reinterpret_cast<const uint4*>(src(r))[v + u * numThreads], op);
     }
-    acc = finishWord<T, Op>(acc, nSrc);
+    acc = finishWord<T, Op>(acc, nSrc, op);
     for (uint32_t i = 0; i < nDst; ++i) reinterpret_cast<uint4*>(dst(i))[v + u * numThreads] = acc;
   }
 }
@@ -44,10 +45,11 @@ __device__ __forceinline__ void reduceWords(SrcFn src, uint32_t nSrc, DstFn dst,
 // by nSrc; every caller reduces all ranks, so that is the number of ranks) and stored at
 // dst(0)[e] .. dst(nDst - 1)[e], over numThreads threads. When every source and destination is
 // 16-byte aligned, each thread reduces Unroll 16-byte words per step; the rest element by element.
-// Batch: how many sources' words are loaded at once (see reduceWords).
+// Batch: how many sources' words are loaded at once (see reduceWords). op: the operator when Op
+// is kAnyOp (Args.op).
 template <typename T, uint32_t Op, uint32_t Unroll, uint32_t Batch = kUnrollRanks, typename SrcFn, typename DstFn>
 __device__ __forceinline__ void reduceToAll(SrcFn src, uint32_t nSrc, DstFn dst, uint32_t nDst, uint64_t len,
-                                            uint32_t threadId, uint32_t numThreads) {
+                                            uint32_t threadId, uint32_t numThreads, uint32_t op) {
   constexpr uint64_t kVec = sizeof(uint4) / sizeof(T);
   bool vectors = true;
   for (uint32_t r = 0; r < nSrc; ++r) vectors = vectors && aligned(src(r), 16);
@@ -57,17 +59,17 @@ __device__ __forceinline__ void reduceToAll(SrcFn src, uint32_t nSrc, DstFn dst,
     const uint64_t vecs = len / kVec;
     uint64_t v = threadId;
     for (; v + (Unroll - 1) * numThreads < vecs; v += uint64_t(numThreads) * Unroll) {
-      reduceWords<T, Op, Unroll, Batch>(src, nSrc, dst, nDst, v, numThreads);
+      reduceWords<T, Op, Unroll, Batch>(src, nSrc, dst, nDst, v, numThreads, op);
     }
     if constexpr (Unroll > 1) {
-      for (; v < vecs; v += numThreads) reduceWords<T, Op, 1, Batch>(src, nSrc, dst, nDst, v, numThreads);
+      for (; v < vecs; v += numThreads) reduceWords<T, Op, 1, Batch>(src, nSrc, dst, nDst, v, numThreads, op);
     }
     done = vecs * kVec;
   }
   for (uint64_t e = done + threadId; e < len; e += numThreads) {
     T acc = src(0)[e];
-    for (uint32_t r = 1; r < nSrc; ++r) acc = apply<Op>(acc, src(r)[e]);
-    acc = finish<Op>(acc, nSrc);
+    for (uint32_t r = 1; r < nSrc; ++r) acc = apply<Op>(acc, src(r)[e], op);
+    acc = finish<Op>(acc, nSrc, op);
     for (uint32_t i = 0; i < nDst; ++i) dst(i)[e] = acc;
   }
 }

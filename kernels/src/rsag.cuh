@@ -68,7 +68,7 @@ __device__ __forceinline__ void reduceAndBroadcast(const Args& a, uint32_t bank,
     return r == a.rank ? in : reinterpret_cast<const T*>(a.scratch + dataSlotOffset(a, bank, kReduceSlots, r, block));
   };
   auto dst = [&](uint32_t i) -> T* { return i == 0 ? out : peerOut(rotatedPeer(a, i - 1)); };
-  reduceToAll<T, Op, 1, Batch>(src, a.nRanks, dst, 1 + nPeerOut, len, threadIdx.x, blockDim.x);
+  reduceToAll<T, Op, 1, Batch>(src, a.nRanks, dst, 1 + nPeerOut, len, threadIdx.x, blockDim.x, uint32_t(a.op));
 }
 
 // The rounds of a reduce-scatter: block b of every rank handles part b of every shard (shard
