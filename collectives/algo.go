@@ -222,6 +222,7 @@ func kernelNames() []string {
 		for _, algo := range []string{AlgoPacket, AlgoPut} {
 			names = append(names, reduceScatterKernel(algo, dt))
 		}
+		names = append(names, scaleKernel(dt))
 	}
 	return names
 }

@@ -308,8 +308,8 @@ func TestKernelNamesCoverEveryType(t *testing.T) {
 	}
 	assert.Equal(t, 10, reducible, "every type but fp8")
 	// Four AllGather and three Broadcast kernels; seven AllReduce and two ReduceScatter
-	// algorithms per reducible type.
-	assert.Len(t, kernelNames(), 4+3+(7+2)*reducible)
+	// algorithms and a Scale kernel per reducible type.
+	assert.Len(t, kernelNames(), 4+3+(7+2+1)*reducible)
 }
 
 // TestKernelNames: a reducing kernel's entry point is its algorithm's with the type's suffix

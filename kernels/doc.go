@@ -16,8 +16,9 @@
 //
 // Every collective kernel takes one parameter, the coll::Args struct of src/common.cuh
 // (mirrored by the collectives package); the point-to-point kernel (src/sendrecv.cu) takes its
-// own coll::P2PArgs. The kernels that reduce (AllReduce, ReduceScatter) have one entry point per
-// element type, named <prefix>_<type suffix> (i8, u8, i32, u32, i64, u64, f16, bf16, f32, f64),
-// the operator being an argument; those that only move data (AllGather, Broadcast, Send/Recv)
-// take a byte count, one entry point for every type.
+// own coll::P2PArgs, and the local scale kernel (src/scale.cu, NCCL's PreMulSum factor) its
+// coll::ScaleArgs. The kernels that reduce (AllReduce, ReduceScatter) and scale have one entry
+// point per element type, named <prefix>_<type suffix> (i8, u8, i32, u32, i64, u64, f16, bf16,
+// f32, f64), the operator being an argument; those that only move data (AllGather, Broadcast,
+// Send/Recv) take a byte count, one entry point for every type.
 package kernels

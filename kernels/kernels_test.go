@@ -71,10 +71,11 @@ func TestModulesHaveTheirEntryPoints(t *testing.T) {
 	}
 	assert.Equal(t, []string{"allgather_direct", "allgather_packet", "allgather_port", "allgather_put", "allreduce_direct",
 		"allreduce_packet", "allreduce_packet2", "allreduce_port", "allreduce_rsag", "allreduce_rsag_port",
-		"broadcast_packet", "broadcast_put", "broadcast_sag", "reducescatter_packet", "reducescatter_put", "sendrecv"}, names)
+		"broadcast_packet", "broadcast_put", "broadcast_sag", "reducescatter_packet", "reducescatter_put", "scale",
+		"sendrecv"}, names)
 	for _, prefix := range []string{"mscclpp_allreduce_packet", "mscclpp_allreduce_packet2", "mscclpp_allreduce_rsag",
 		"mscclpp_allreduce_direct", "mscclpp_allreduce_rsag_direct", "mscclpp_allreduce_rsag_port", "mscclpp_allreduce_port",
-		"mscclpp_reducescatter_packet", "mscclpp_reducescatter_put"} {
+		"mscclpp_reducescatter_packet", "mscclpp_reducescatter_put", "mscclpp_scale"} {
 		for _, suffix := range []string{"f32", "f16", "bf16", "i32", "u32", "f64"} {
 			assert.True(t, entries[prefix+"_"+suffix], "%s_%s", prefix, suffix)
 		}
