@@ -21,6 +21,7 @@
 #define mscclppBroadcast capiConstDecl_mscclppBroadcast
 #define mscclppSendRecv capiConstDecl_mscclppSendRecv
 #define mscclppAlltoAll capiConstDecl_mscclppAlltoAll
+#define mscclppScale capiConstDecl_mscclppScale
 #include <mscclpp/core.h>
 #include <mscclpp/collectives.h>
 #undef mscclppAllReduce
@@ -29,6 +30,7 @@
 #undef mscclppBroadcast
 #undef mscclppSendRecv
 #undef mscclppAlltoAll
+#undef mscclppScale
 #undef mscclppBootstrapCreate
 #undef mscclppBootstrapSend
 #undef mscclppContextConnect

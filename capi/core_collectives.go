@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"context"
+	"encoding/binary"
 	"unsafe"
 
 	"github.com/mscclpp-go/mscclpp/collectives"
@@ -219,5 +220,25 @@ func mscclppBroadcast(send, recv unsafe.Pointer, count C.size_t, dt C.mscclppDat
 	return collCall("mscclppBroadcast", comm, count, func(c *collectives.Comm, n int) error {
 		return c.Broadcast(cuda.DevicePtr(uintptr(send)), cuda.DevicePtr(uintptr(recv)), n,
 			collectives.DataType(dt), int(root), cuda.StreamFromHandle(unsafe.Pointer(stream)))
+	})
+}
+
+//export mscclppScale
+func mscclppScale(src, dst unsafe.Pointer, count C.size_t, dt C.mscclppDataType_t, scalar unsafe.Pointer,
+	scalarOnDevice C.int, comm C.mscclppCollComm_t, stream C.mscclppStream_t) C.mscclppResult_t {
+	return collCall("mscclppScale", comm, count, func(c *collectives.Comm, n int) error {
+		if scalar == nil {
+			return invalidArg("scalar is NULL")
+		}
+		d := collectives.DataType(dt)
+		factor := collectives.ScalarAt(cuda.DevicePtr(uintptr(scalar)))
+		if scalarOnDevice == 0 {
+			// One element in host memory, read now (an unknown type has size 0: Scale refuses it).
+			var bits [8]byte
+			copy(bits[:], unsafe.Slice((*byte)(scalar), d.Size()))
+			factor = collectives.ScalarBits(binary.LittleEndian.Uint64(bits[:]))
+		}
+		return c.Scale(cuda.DevicePtr(uintptr(src)), cuda.DevicePtr(uintptr(dst)), n, d, factor,
+			cuda.StreamFromHandle(unsafe.Pointer(stream)))
 	})
 }

@@ -242,6 +242,7 @@ func kernelNames() []string {
 				add(reduceScatterKernel(algo, dt, op))
 			}
 		}
+		names = append(names, scaleKernel(dt))
 	}
 	return names
 }

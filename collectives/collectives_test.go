@@ -310,8 +310,9 @@ func TestKernelNamesCoverEveryType(t *testing.T) {
 	assert.Equal(t, 10, reducible, "every type but fp8")
 	assert.Len(t, sums, 7, "unsigned types sum with the signed kernels")
 	// Four AllGather and three Broadcast kernels; seven AllReduce and two ReduceScatter
-	// algorithms, each with an entry point per reducible type and one per distinct sum.
-	assert.Len(t, kernelNames(), 4+3+(7+2)*(reducible+len(sums)))
+	// algorithms, each with an entry point per reducible type and one per distinct sum, and a
+	// Scale kernel per reducible type.
+	assert.Len(t, kernelNames(), 4+3+(7+2)*(reducible+len(sums))+reducible)
 }
 
 // TestKernelNames: a reducing kernel's entry point is its algorithm's with, for sum, "sum_" and

@@ -17,7 +17,9 @@
 // recvbuf (in place when they are equal); SendRecv runs a set of sends and receives with any
 // peers as one call, matched with the peers' in order per pair of ranks (p2p.go), and AlltoAll
 // sends block j of sendbuf to rank j. Every type moves; AllReduce and ReduceScatter reduce with
-// sum, prod, max, min and avg every type but fp8 (DataType.Reducible). Buffers are
+// sum, prod, max, min and avg every type but fp8 (DataType.Reducible). Scale is local, not a
+// collective: dst = src times a scalar given by value or read from device memory when it runs,
+// on this rank's GPU (NCCL's PreMulSum operators are a Scale, then a sum; scale.go). Buffers are
 // device memory of the Comm's GPU, aligned to their element size; any count works. Every rank must issue the same calls in the same order, and the
 // calls of one Comm must run one after the other on the GPU: queue them on one stream (or order
 // their streams with events). For collectives that overlap, use one Comm per stream.

@@ -15,12 +15,14 @@
 //
 // Every collective kernel takes one parameter, the coll::Args struct of src/common.cuh
 // (mirrored by the collectives package); the point-to-point kernel (src/sendrecv.cu) takes its
-// own coll::P2PArgs. The kernels that reduce (AllReduce, ReduceScatter) have two entry points per
-// element type: <prefix>_sum_<type suffix>, sum compiled in (the path that matters most; unsigned
-// types sum with the signed type's, the same bits), and <prefix>_<type suffix>, every operator,
-// read from the argument at run time (suffixes i8, u8, i32, u32, i64, u64, f16, bf16, f32, f64).
-// Each operator compiled in would copy the whole kernel: with five operators and ten types that
-// made the PTX 32 MB and the driver's first compile of the modules without machine code 31-33 s on
-// an H100; as two entry points per type it is 13 MB. Those that only move data (AllGather,
-// Broadcast, Send/Recv) take a byte count, one entry point for every type.
+// own coll::P2PArgs, and the local scale kernel (src/scale.cu, NCCL's PreMulSum factor) its
+// coll::ScaleArgs, with one entry point per element type. The kernels that reduce (AllReduce,
+// ReduceScatter) have two entry points per element type: <prefix>_sum_<type suffix>, sum compiled
+// in (the path that matters most; unsigned types sum with the signed type's, the same bits), and
+// <prefix>_<type suffix>, every operator, read from the argument at run time (suffixes i8, u8,
+// i32, u32, i64, u64, f16, bf16, f32, f64). Each operator compiled in would copy the whole kernel:
+// with five operators and ten types that made the PTX 32 MB and the driver's first compile of the
+// modules without machine code 31-33 s on an H100; as two entry points per type it is 13 MB.
+// Those that only move data (AllGather, Broadcast, Send/Recv) take a byte count, one entry point
+// for every type.
 package kernels

@@ -9,8 +9,7 @@
 
 #include "shim.h"
 
-/* The size of one element of each NCCL type (0: not a type). */
-static size_t typeSize(ncclDataType_t t) {
+size_t shimTypeSize(ncclDataType_t t) {
   switch (t) {
     case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
     case ncclFloat16: case ncclBfloat16: return 2;
@@ -20,13 +19,28 @@ static size_t typeSize(ncclDataType_t t) {
   }
 }
 
-/* The types this library's kernels reduce (collectives.h): all but fp8. AllGather, Broadcast,
- * Send/Recv and AlltoAll move every type. */
-static bool nativeReducible(ncclDataType_t t) { return typeSize(t) != 0 && t != ncclFloat8e4m3 && t != ncclFloat8e5m2; }
+const char* shimTypeName(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8: return "int8";
+    case ncclUint8: return "uint8";
+    case ncclInt32: return "int32";
+    case ncclUint32: return "uint32";
+    case ncclInt64: return "int64";
+    case ncclUint64: return "uint64";
+    case ncclFloat16: return "float16";
+    case ncclFloat32: return "float32";
+    case ncclFloat64: return "float64";
+    case ncclBfloat16: return "bfloat16";
+    case ncclFloat8e4m3: return "float8e4m3";
+    case ncclFloat8e5m2: return "float8e5m2";
+    default: return "unknown";
+  }
+}
 
-/* The operators this library's kernels apply: the built-in ones (PreMulSum operators are the real
- * NCCL's). */
-static bool nativeOp(ncclRedOp_t op) { return (int)op >= 0 && op < ncclNumOps; }
+/* The types this library's kernels reduce (collectives.h): all but fp8. AllGather, Broadcast,
+ * Send/Recv and AlltoAll move every type. Every operator runs natively: the built-in ones, and
+ * PreMulSum ones as mscclppScale followed by a sum (redop.c). */
+static bool nativeReducible(ncclDataType_t t) { return shimTypeSize(t) != 0 && t != ncclFloat8e4m3 && t != ncclFloat8e5m2; }
 
 /* The checks every call shares: a ready communicator, a known type, a count whose bytes (times
  * `blocks` per rank) fit a size_t, and buffers where there are bytes. */
@@ -34,7 +48,7 @@ static ncclResult_t checkCall(ncclComm_t comm, const char* call, ncclDataType_t 
                               const void* send, const void* recv) {
   ncclResult_t res = shimCommReady(comm, call);
   if (res != ncclSuccess) return res;
-  size_t size = typeSize(type);
+  size_t size = shimTypeSize(type);
   if (size == 0) return shimFail(ncclInvalidArgument, comm, call, "unknown data type %d", (int)type);
   if (count > SIZE_MAX / size / blocks) {
     return shimFail(ncclInvalidArgument, comm, call, "count %zu of %zu-byte elements overflows", count, size);
@@ -44,11 +58,6 @@ static ncclResult_t checkCall(ncclComm_t comm, const char* call, ncclDataType_t 
                     recv, count);
   }
   return ncclSuccess;
-}
-
-static ncclResult_t checkOp(ncclComm_t comm, const char* call, ncclRedOp_t op) {
-  if ((int)op < 0) return shimFail(ncclInvalidArgument, comm, call, "unknown reduction operator %d", (int)op);
-  return ncclSuccess; /* ops from ncclRedOpCreatePreMulSum are the real NCCL's: it checks them */
 }
 
 static ncclResult_t checkRank(ncclComm_t comm, const char* call, const char* what, int rank) {
@@ -101,14 +110,22 @@ NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size
   const char* call = "ncclAllReduce";
   SHIM_FOREIGN(call, comm, ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
   CHECK(checkCall(comm, call, datatype, count, 1, sendbuff, recvbuff));
-  CHECK(checkOp(comm, call, op));
+  shimOp o;
+  CHECK(shimResolveOp(comm, call, op, datatype, &o));
   callPath p;
-  CHECK(route(comm, shimAllReduce, nativeReducible(datatype) && nativeOp(op), call, &p));
+  CHECK(route(comm, shimAllReduce, nativeReducible(datatype), call, &p));
   if (p.native) {
+    if (o.preMulSum) {
+      /* This rank's input times its scalar, into the output; then the sum there, in place. */
+      CHECK(shimPreMulScale(comm, call, &o, sendbuff, recvbuff, count, datatype, stream));
+      sendbuff = recvbuff;
+    }
     return shimGroupError(nativeResult(comm, call, mscclppAllReduce(sendbuff, recvbuff, count, (mscclppDataType_t)datatype,
-                                                                    (mscclppRedOp_t)op, comm->coll, stream)));
+                                                                    shimNativeOp(&o), comm->coll, stream)));
   }
-  return shimGroupError(p.nccl->ncclAllReduce(sendbuff, recvbuff, count, datatype, op, p.real, stream));
+  ncclRedOp_t realOp;
+  CHECK(shimRealOp(comm, call, &o, p.real, p.nccl, &realOp));
+  return shimGroupError(p.nccl->ncclAllReduce(sendbuff, recvbuff, count, datatype, realOp, p.real, stream));
 }
 
 NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
@@ -130,15 +147,27 @@ NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, 
   const char* call = "ncclReduceScatter";
   SHIM_FOREIGN(call, comm, ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
   CHECK(checkCall(comm, call, datatype, recvcount, (size_t)comm->nranks, sendbuff, recvbuff));
-  CHECK(checkOp(comm, call, op));
+  shimOp o;
+  CHECK(shimResolveOp(comm, call, op, datatype, &o));
   callPath p;
-  CHECK(route(comm, shimReduceScatter, nativeReducible(datatype) && nativeOp(op), call, &p));
+  CHECK(route(comm, shimReduceScatter, nativeReducible(datatype), call, &p));
   if (p.native) {
+    if (o.preMulSum) {
+      /* This rank's input times its scalar, into the staging buffer: the output holds one block,
+       * and in place the other blocks of the input must stay as they are. */
+      size_t n = recvcount * (size_t)comm->nranks;
+      void* scaled;
+      CHECK(shimStagingBuffer(comm, call, n * shimTypeSize(datatype), &scaled));
+      CHECK(shimPreMulScale(comm, call, &o, sendbuff, scaled, n, datatype, stream));
+      sendbuff = scaled;
+    }
     return shimGroupError(nativeResult(comm, call,
                                        mscclppReduceScatter(sendbuff, recvbuff, recvcount, (mscclppDataType_t)datatype,
-                                                            (mscclppRedOp_t)op, comm->coll, stream)));
+                                                            shimNativeOp(&o), comm->coll, stream)));
   }
-  return shimGroupError(p.nccl->ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, p.real, stream));
+  ncclRedOp_t realOp;
+  CHECK(shimRealOp(comm, call, &o, p.real, p.nccl, &realOp));
+  return shimGroupError(p.nccl->ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, realOp, p.real, stream));
 }
 
 NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -169,17 +198,25 @@ NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t 
   CHECK(checkRank(comm, call, "root", root));
   /* Only the root writes recvbuff. */
   CHECK(checkCall(comm, call, datatype, count, 1, sendbuff, comm->rank == root ? recvbuff : sendbuff));
-  CHECK(checkOp(comm, call, op));
+  shimOp o;
+  CHECK(shimResolveOp(comm, call, op, datatype, &o));
   callPath p;
-  CHECK(route(comm, shimReduce, nativeReducible(datatype) && nativeOp(op), call, &p));
+  CHECK(route(comm, shimReduce, nativeReducible(datatype), call, &p));
   if (p.native) {
     /* An AllReduce whose result the other ranks write into a buffer of the communicator's. */
     void* out = recvbuff;
-    if (comm->rank != root) CHECK(shimStagingBuffer(comm, call, count * typeSize(datatype), &out));
+    if (comm->rank != root) CHECK(shimStagingBuffer(comm, call, count * shimTypeSize(datatype), &out));
+    if (o.preMulSum) {
+      /* This rank's input times its scalar, into that output; then the sum there, in place. */
+      CHECK(shimPreMulScale(comm, call, &o, sendbuff, out, count, datatype, stream));
+      sendbuff = out;
+    }
     return shimGroupError(nativeResult(comm, call, mscclppAllReduce(sendbuff, out, count, (mscclppDataType_t)datatype,
-                                                                    (mscclppRedOp_t)op, comm->coll, stream)));
+                                                                    shimNativeOp(&o), comm->coll, stream)));
   }
-  return shimGroupError(p.nccl->ncclReduce(sendbuff, recvbuff, count, datatype, op, root, p.real, stream));
+  ncclRedOp_t realOp;
+  CHECK(shimRealOp(comm, call, &o, p.real, p.nccl, &realOp));
+  return shimGroupError(p.nccl->ncclReduce(sendbuff, recvbuff, count, datatype, realOp, root, p.real, stream));
 }
 
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -193,7 +230,7 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
     /* In place: the input is copied aside first (the library's AlltoAll takes separate buffers). */
     const void* in = sendbuff;
     if (sendbuff == recvbuff && count > 0) {
-      size_t bytes = count * typeSize(datatype) * (size_t)comm->nranks;
+      size_t bytes = count * shimTypeSize(datatype) * (size_t)comm->nranks;
       void* copy;
       CHECK(shimStagingBuffer(comm, call, bytes, &copy));
       CHECK(shimCopyAsync(comm, call, copy, sendbuff, bytes, stream));

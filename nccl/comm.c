@@ -40,6 +40,7 @@ static void commRelease(ncclComm_t comm, bool abort) {
     comm->real = NULL;
   }
   shimFreeStagingBuffer(comm);
+  shimFreeOps(comm);
   if (comm->coll != NULL) mscclppCollCommDestroy(comm->coll);
   if (comm->communicator != NULL) mscclppCommunicatorDestroy(comm->communicator);
   if (comm->context != NULL) mscclppContextDestroy(comm->context);

@@ -1,11 +1,12 @@
 /*
  * nccl/cuda.c: the few CUDA driver calls the NCCL layer makes itself: which context the caller's
  * thread has current (so that a thread the layer starts works on the same GPU), and device
- * memory for ncclMemAlloc. The driver is dlopen'd, as the library does, so the layer loads on
- * machines without one.
+ * memory for ncclMemAlloc, the staging buffer. The driver is dlopen'd, as the library does (the
+ * same MSCCLPP_CUDA_LIBRARY, libcuda.so.1 by default), so the layer loads on machines without one.
  */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "shim.h"
 
@@ -27,8 +28,10 @@ static struct {
 } drv;
 static pthread_once_t drvOnce = PTHREAD_ONCE_INIT;
 
+/* The driver library: MSCCLPP_CUDA_LIBRARY names it, as it does for libmscclpp.so (docs/CONFIG.md). */
 static void loadDriver(void) {
-  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  const char* lib = getenv("MSCCLPP_CUDA_LIBRARY");
+  void* h = dlopen(lib != NULL && *lib != '\0' ? lib : "libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (h == NULL) return;
   *(void**)&drv.ctxGetCurrent = dlsym(h, "cuCtxGetCurrent");
   *(void**)&drv.ctxSetCurrent = dlsym(h, "cuCtxSetCurrent");

@@ -1,12 +1,11 @@
 /*
- * nccl/extras.c: buffer registration, windows, device communicators and user reduction
- * operators.
+ * nccl/extras.c: buffer registration, windows and device communicators.
  *
  * ncclCommRegister is local in NCCL, and this library's zero-copy registration
  * (mscclppCollRegister) is collective, so a registration here only records the buffer (and
  * registers it with the real NCCL's communicator when there is one): calls run through the
- * scratch buffers as for any buffer. Windows, device communicators and PreMulSum operators are
- * the real NCCL's.
+ * scratch buffers as for any buffer. Windows and device communicators are the real NCCL's
+ * (PreMulSum operators are in redop.c).
  */
 #include <stdlib.h>
 
@@ -92,15 +91,6 @@ NCCL_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, const ncclDevCommRequ
 
 NCCL_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, const ncclDevComm_t* devComm) {
   REAL_ONLY("ncclDevCommDestroy", comm, ncclDevCommDestroy, comm, (const void*)devComm);
-}
-
-NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
-         ncclScalarResidence_t residence, ncclComm_t comm) {
-  REAL_ONLY("ncclRedOpCreatePreMulSum", comm, ncclRedOpCreatePreMulSum, op, scalar, datatype, residence, comm);
-}
-
-NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
-  REAL_ONLY("ncclRedOpDestroy", comm, ncclRedOpDestroy, op, comm);
 }
 
 /* Deprecated in NCCL and without effect here: the layer reads MSCCLPP_DEBUG on each line. */

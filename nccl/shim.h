@@ -59,6 +59,17 @@ ncclResult_t shimReadConfig(shimConfig* cfg, char* why, size_t whyLen);
 /* Marks one of ours that was destroyed or aborted (while its memory is still there to read). */
 #define SHIM_COMM_DEAD 0x44434e4c4343534dULL
 
+/* A PreMulSum operator of one of our communicators (ncclRedOpCreatePreMulSum, redop.c). */
+typedef struct {
+  bool used;                       /* false: a free slot */
+  ncclDataType_t datatype;         /* the one type it reduces */
+  ncclScalarResidence_t residence;
+  uint64_t value;                  /* ncclScalarHostImmediate: the scalar's bytes, read at creation */
+  void* devScalar;                 /* ncclScalarDevice: where the scalar is, read by each call */
+  bool hasReal;                    /* its twin on the real NCCL's communicator was made */
+  ncclRedOp_t real;                /* that twin */
+} shimPreMulSum;
+
 /* Where a communicator's initialisation stands (nonblocking init runs on a thread). */
 typedef enum { shimInitRunning, shimInitDone } shimInitState;
 
@@ -76,11 +87,15 @@ struct ncclComm {
   char nativeWhy[256];
 
   void* staging;            /* the layer's own GPU buffer: ncclReduce's result on the ranks other
-                             * than the root, an in-place ncclAlltoAll's copy of its input */
+                             * than the root, an in-place ncclAlltoAll's copy of its input, a
+                             * PreMulSum ncclReduceScatter's scaled input */
   size_t stagingBytes;
 
-  pthread_mutex_t mu;       /* guards real, the split counter and loggedKinds */
+  pthread_mutex_t mu;       /* guards real, the split counter, loggedKinds and the operators */
   ncclComm_t real;          /* the real NCCL's communicator, made on first need; NULL before */
+  shimPreMulSum* ops;       /* the PreMulSum operators, by slot (redop.c) */
+  int nOps;                 /* slots in ops */
+  uint32_t opTag;           /* this communicator's part of its operators' handles; 0 before the first */
   _Atomic uint32_t loggedKinds; /* kinds whose path has been logged */
   uint32_t splits;          /* splits and shrinks made from this communicator (their tags) */
 
@@ -196,6 +211,38 @@ const shimRealNccl* shimReal(char* why, size_t whyLen);
  * call that needs it is the same call. Fails (with the thread's last error set) when there is no
  * real NCCL or fallback is off. */
 ncclResult_t shimRealComm(ncclComm_t comm, const char* call, ncclComm_t* real, const shimRealNccl** nccl);
+
+/* ---- Calls with data (coll.c) -------------------------------------------------------------- */
+
+/* The size of one element of an NCCL type (0: not a type). */
+size_t shimTypeSize(ncclDataType_t type);
+/* The lower-case name of an NCCL type ("float32"), or "unknown". */
+const char* shimTypeName(ncclDataType_t type);
+
+/* ---- Reduction operators (redop.c) ---------------------------------------------------------- */
+
+/* A call's operator, resolved on its communicator. */
+typedef struct {
+  ncclRedOp_t op;        /* as the call gave it */
+  bool preMulSum;        /* one of the communicator's PreMulSum operators (else a built-in one) */
+  int slot;              /* PreMulSum: its slot */
+  shimPreMulSum def;     /* PreMulSum: a copy of its definition */
+} shimOp;
+
+/* Resolves op for a call reducing `type` on comm: a built-in operator, or a live PreMulSum
+ * operator of comm made for `type`; anything else fails with ncclInvalidArgument and a message. */
+ncclResult_t shimResolveOp(ncclComm_t comm, const char* call, ncclRedOp_t op, ncclDataType_t type, shimOp* out);
+/* The operator the library applies after shimPreMulScale: op itself, or sum for PreMulSum. */
+mscclppRedOp_t shimNativeOp(const shimOp* op);
+/* Queues dst = src * the PreMulSum factor of op (count elements of type) on comm's GPU. */
+ncclResult_t shimPreMulScale(ncclComm_t comm, const char* call, const shimOp* op, const void* src, void* dst,
+                             size_t count, ncclDataType_t type, cudaStream_t stream);
+/* The real NCCL's operator for op on real (comm's real communicator): op itself when built in,
+ * else the PreMulSum operator's twin there, made on first need with the same scalar. */
+ncclResult_t shimRealOp(ncclComm_t comm, const char* call, const shimOp* op, ncclComm_t real,
+                        const shimRealNccl* nccl, ncclRedOp_t* out);
+/* Frees comm's operators (their real twins go with the real communicator). */
+void shimFreeOps(ncclComm_t comm);
 
 /* ---- Groups (group.c) ----------------------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /*
  * mscclpp/collectives.h: AllReduce, AllGather, ReduceScatter and Broadcast in C, with NCCL's
- * meaning of counts, types and operators. C-compatible; exported by libmscclpp.so next to
+ * meaning of counts, types and operators, Send/Recv and AlltoAll, and a local Scale. C-compatible; exported by libmscclpp.so next to
  * mscclpp.h and mscclpp/core.h.
  *
  * A collective communicator is built once per rank over a communicator of core.h (every rank
@@ -138,6 +138,16 @@ mscclppResult_t mscclppReduceScatter(const void* sendbuff, void* recvbuff, size_
  * recvbuff: in place; the other ranks' sendbuff is not read). Queued on `stream`. */
 mscclppResult_t mscclppBroadcast(const void* sendbuff, void* recvbuff, size_t count, mscclppDataType_t datatype,
                                  int root, mscclppCollComm_t collComm, mscclppStream_t stream);
+
+/* Writes src[i] * scalar to dst[i] for the `count` elements of `datatype` at src (src == dst: in
+ * place; every type mscclppAllReduce reduces), on collComm's GPU only: a local kernel queued on
+ * `stream`, not a collective (no peer takes part, and the collectives' order is not affected),
+ * capturable in CUDA graphs. `scalar` is one element of `datatype`: in host memory, read during the
+ * call, when scalarOnDevice is 0; else in device memory, read when the kernel runs (a CUDA graph
+ * replay reads the value it holds then). The product is NCCL's PreMulSum's: integers wrap, float16
+ * and bfloat16 round the exact product once. */
+mscclppResult_t mscclppScale(const void* src, void* dst, size_t count, mscclppDataType_t datatype, const void* scalar,
+                             int scalarOnDevice, mscclppCollComm_t collComm, mscclppStream_t stream);
 
 /* ---- Point-to-point: Send/Recv and AlltoAll ----------------------------------------------------
  * NCCL's meaning: the k-th send from rank a to rank b meets the k-th receive of rank b from rank a

@@ -410,8 +410,13 @@ static void collectiveRefusals(void) {
                  "collective communicator is NULL");
   EXPECT_REFUSED(mscclppAllGather(buf, buf, 4, mscclppFloat32, NULL, NULL), mscclppInvalidArgument,
                  "collective communicator is NULL");
+  float factor = 2;
+  EXPECT_REFUSED(mscclppScale(buf, buf, 4, mscclppFloat32, &factor, 0, NULL, NULL), mscclppInvalidArgument,
+                 "collective communicator is NULL");
   /* A handle that was never the library's. */
   EXPECT_REFUSED(mscclppAllReduce(buf, buf, 4, mscclppFloat32, mscclppSum, (mscclppCollComm_t)buf, NULL),
+                 mscclppInvalidUsage, "collective communicator");
+  EXPECT_REFUSED(mscclppScale(buf, buf, 4, mscclppFloat32, &factor, 1, (mscclppCollComm_t)buf, NULL),
                  mscclppInvalidUsage, "collective communicator");
   expect(cc == NULL, "a refused mscclppCollCommCreate leaves *collComm NULL");
 

@@ -167,11 +167,21 @@ API ncclResult_t ncclRecv(void* r, size_t n, ncclDataType_t t, int peer, ncclCom
   return ncclSuccess;
 }
 
+/* The scalar is recorded as NCCL reads it: its bytes from host memory (a hexadecimal number,
+ * little-endian), or its device address. Every operator of the fake is ncclNumOps + 1. */
 API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t t, ncclScalarResidence_t res,
                                           ncclComm_t comm) {
-  (void)scalar, (void)res;
   *op = (ncclRedOp_t)(ncclNumOps + 1);
-  record("ncclRedOpCreatePreMulSum %d %d", rankOf(comm), (int)t);
+  if (res == ncclScalarDevice) {
+    record("ncclRedOpCreatePreMulSum %d %d res=%d device=%p", rankOf(comm), (int)t, (int)res, scalar);
+    return ncclSuccess;
+  }
+  size_t size = t == ncclFloat16 || t == ncclBfloat16 ? 2
+                : t == ncclInt64 || t == ncclUint64 || t == ncclFloat64 ? 8
+                : t == ncclInt32 || t == ncclUint32 || t == ncclFloat32 ? 4 : 1;
+  unsigned long long bits = 0;
+  memcpy(&bits, scalar, size);
+  record("ncclRedOpCreatePreMulSum %d %d res=%d host=%llx", rankOf(comm), (int)t, (int)res, bits);
   return ncclSuccess;
 }
 

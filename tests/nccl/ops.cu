@@ -3,7 +3,9 @@
 // then runs on this library under LD_PRELOAD; or builds against include/nccl.h and links
 // -lmscclpp_nccl).
 //
-//   AllReduce, ReduceScatter and Reduce with sum, prod, max, min and avg; AllGather, Broadcast,
+//   AllReduce, ReduceScatter and Reduce with sum, prod, max, min and avg, and with PreMulSum
+//   operators (a scalar per rank, in host memory or in device memory, in place and not; a device
+//   scalar changed between calls and between replays of a CUDA graph); AllGather, Broadcast,
 //   AlltoAll and Send/Recv (a ring, inside one group); every NCCL type but fp8; counts from 0 to
 //   about 4 Mi elements; in place and out of place; roots 0 and the last rank;
 //   a CUDA graph of one AllReduce captured and replayed 100 times;
@@ -350,6 +352,164 @@ void sendRecvRing(const Ctx& x, const TypeInfo& t, size_t n) {
   finish(c, res);
 }
 
+// ---- PreMulSum operators ----------------------------------------------------------------------
+
+// Rank r's PreMulSum scalar (salt varies it between calls): 0.5 to 2 for the floating types, 1 to
+// 3 for the integers, so that every product and sum over 8 ranks stays exact (int8 included).
+double preMulScalar(const TypeInfo& t, int rank, int salt) {
+  return t.isFloat ? (1 + (rank + salt) % 4) / 2.0 : 1 + (rank + salt) % 3;
+}
+
+// Element i of the PreMulSum of every rank's input: sum over r of scalar_r * input(r, i).
+double preMulSum(const TypeInfo& t, size_t i, int salt) {
+  double acc = 0;
+  for (int r = 0; r < g_nranks; r++) acc += preMulScalar(t, r, salt) * input(r, i, ncclSum);
+  return acc;
+}
+
+// A PreMulSum operator of this rank's scalar, in host memory (read at creation) or in device
+// memory (read by each call, and set again by set()), destroyed with the object.
+struct PreMulOp {
+  const Ctx& x;
+  const TypeInfo& t;
+  bool onDevice;
+  ncclRedOp_t op = ncclSum;
+  void* dev = nullptr;
+  ncclResult_t res = ncclSuccess;
+  PreMulOp(const Ctx& ctx, const TypeInfo& type, bool device, int salt) : x(ctx), t(type), onDevice(device) {
+    unsigned char host[8] = {0};
+    put(t, host, 0, preMulScalar(t, g_rank, salt));
+    if (onDevice) {
+      CUDA(cudaMalloc(&dev, 8));
+      set(salt);
+    }
+    res = ncclRedOpCreatePreMulSum(&op, onDevice ? dev : host, t.type,
+                                   onDevice ? ncclScalarDevice : ncclScalarHostImmediate, x.comm);
+    std::memset(host, 0xff, sizeof(host));  // a host scalar is read at creation only
+  }
+  ~PreMulOp() {
+    if (res == ncclSuccess) NCCL(ncclRedOpDestroy(op, x.comm));
+    if (dev != nullptr) cudaFree(dev);
+  }
+  // A device scalar's new value (the calls queued after it read it).
+  void set(int salt) {
+    unsigned char host[8] = {0};
+    put(t, host, 0, preMulScalar(t, g_rank, salt));
+    CUDA(cudaMemcpy(dev, host, t.size, cudaMemcpyHostToDevice));
+    CUDA(cudaDeviceSynchronize());
+  }
+  std::string name() const { return std::string("premulsum ") + (onDevice ? "device " : "host ") + t.name; }
+};
+
+void preMulAllReduce(const Ctx& x, const TypeInfo& t, bool onDevice, size_t n, bool inPlace) {
+  PreMulOp o(x, t, onDevice, 0);
+  Case c{o.name() + " allreduce n=" + std::to_string(n) + (inPlace ? " in place" : "")};
+  Buffer send(t, n), recv(t, n);
+  for (size_t i = 0; i < n; i++) put(t, send.host.data(), i, input(g_rank, i, ncclSum));
+  send.upload();
+  recv.fill(0);
+  void* out = inPlace ? send.dev : recv.dev;
+  ncclResult_t res = o.res != ncclSuccess ? o.res : runCall(x, ncclAllReduce(send.dev, out, n, t.type, o.op, x.comm, x.stream));
+  if (res == ncclSuccess) {
+    Buffer& b = inPlace ? send : recv;
+    b.download();
+    for (size_t i = 0; i < n; i++) c.expect(i, b[i], preMulSum(t, i, 0));
+  }
+  finish(c, res);
+}
+
+void preMulReduceScatter(const Ctx& x, const TypeInfo& t, bool onDevice, size_t n, bool inPlace) {
+  PreMulOp o(x, t, onDevice, 0);
+  Case c{o.name() + " reducescatter n=" + std::to_string(n) + (inPlace ? " in place" : "")};
+  size_t total = n * g_nranks;
+  Buffer send(t, total), recv(t, n);
+  for (size_t i = 0; i < total; i++) put(t, send.host.data(), i, input(g_rank, i, ncclSum));
+  send.upload();
+  recv.fill(0);
+  void* out = inPlace ? send.at(g_rank * n) : recv.dev;
+  ncclResult_t res =
+      o.res != ncclSuccess ? o.res : runCall(x, ncclReduceScatter(send.dev, out, n, t.type, o.op, x.comm, x.stream));
+  if (res == ncclSuccess) {
+    send.download();
+    recv.download();
+    for (size_t i = 0; i < total; i++) {
+      bool mine = i / (n ? n : 1) == (size_t)g_rank;
+      if (mine) {
+        c.expect(i, inPlace ? send[i] : recv[i - g_rank * n], preMulSum(t, i, 0));
+      } else {
+        c.expect(i, send[i], input(g_rank, i, ncclSum));  // the other blocks of the input stay as they were
+      }
+    }
+  }
+  finish(c, res);
+}
+
+void preMulReduce(const Ctx& x, const TypeInfo& t, bool onDevice, size_t n, int root, bool inPlace) {
+  PreMulOp o(x, t, onDevice, 0);
+  Case c{o.name() + " reduce n=" + std::to_string(n) + " root=" + std::to_string(root) + (inPlace ? " in place" : "")};
+  Buffer send(t, n), recv(t, n);
+  for (size_t i = 0; i < n; i++) put(t, send.host.data(), i, input(g_rank, i, ncclSum));
+  send.upload();
+  recv.fill(0);
+  void* out = inPlace ? send.dev : recv.dev;
+  ncclResult_t res =
+      o.res != ncclSuccess ? o.res : runCall(x, ncclReduce(send.dev, out, n, t.type, o.op, root, x.comm, x.stream));
+  if (res == ncclSuccess) {
+    send.download();
+    recv.download();
+    for (size_t i = 0; i < n; i++) {
+      if (g_rank == root) {
+        c.expect(i, inPlace ? send[i] : recv[i], preMulSum(t, i, 0));
+      } else {
+        c.expect(i, send[i], input(g_rank, i, ncclSum));  // a non-root's input stays as it was
+      }
+    }
+  }
+  finish(c, res);
+}
+
+// One device-scalar operator for several calls, its scalar changed between them: directly, and
+// in a CUDA graph of one AllReduce captured once and replayed with each new scalar.
+void preMulScalarChanges(const Ctx& x) {
+  const TypeInfo& t = kTypes[7];  // float32
+  const size_t n = 65536;
+  PreMulOp o(x, t, true, 0);
+  Case c{"premulsum device float32 allreduce n=65536, the scalar changed between calls and graph replays"};
+  Buffer send(t, n), recv(t, n);
+  for (size_t i = 0; i < n; i++) put(t, send.host.data(), i, input(g_rank, i, ncclSum));
+  send.upload();
+  ncclResult_t res = o.res;
+  for (int salt = 0; salt < 3 && res == ncclSuccess; salt++) {
+    o.set(salt);
+    recv.fill(0);
+    res = runCall(x, ncclAllReduce(send.dev, recv.dev, n, t.type, o.op, x.comm, x.stream));
+    if (res == ncclSuccess) {
+      recv.download();
+      for (size_t i = 0; i < n; i++) c.expect(i, recv[i], preMulSum(t, i, salt));
+    }
+  }
+  if (res == ncclSuccess) {
+    cudaGraph_t graph;
+    CUDA(cudaStreamBeginCapture(x.stream, cudaStreamCaptureModeThreadLocal));
+    res = ncclAllReduce(send.dev, recv.dev, n, t.type, o.op, x.comm, x.stream);
+    CUDA(cudaStreamEndCapture(x.stream, &graph));
+    if (res == ncclSuccess) {
+      cudaGraphExec_t exec;
+      CUDA(cudaGraphInstantiateWithFlags(&exec, graph, 0));
+      for (int salt = 3; salt < 6; salt++) {
+        o.set(salt);
+        CUDA(cudaGraphLaunch(exec, x.stream));
+        CUDA(cudaStreamSynchronize(x.stream));
+        recv.download();
+        for (size_t i = 0; i < n; i++) c.expect(i, recv[i], preMulSum(t, i, salt));
+      }
+      CUDA(cudaGraphExecDestroy(exec));
+    }
+    CUDA(cudaGraphDestroy(graph));
+  }
+  finish(c, res);
+}
+
 // One out-of-place float AllReduce captured in a CUDA graph and replayed 100 times.
 void graphReplay(const Ctx& x) {
   Case c{"allreduce sum float32 n=65536, CUDA graph replayed 100 times"};
@@ -534,6 +694,17 @@ int main(int argc, char** argv) {
   for (const auto& t : kTypes)
     for (size_t n : ns) sendRecvRing(x, t, n);
   report("sendrecv");
+  for (const auto& t : kTypes)
+    for (bool onDevice : {false, true})
+      for (size_t n : ns) {
+        for (int inPlace = 0; inPlace < 2; inPlace++) {
+          preMulAllReduce(x, t, onDevice, n, inPlace);
+          preMulReduceScatter(x, t, onDevice, n, inPlace);
+          for (int root : {0, lastRoot}) preMulReduce(x, t, onDevice, n, root, inPlace);
+        }
+      }
+  preMulScalarChanges(x);
+  report("premulsum");
   graphReplay(x);
   split(x);
   nonblockingInit(x);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The NCCL layer's CPU checks (make nccl-test): builds the fake libnccl.so.2 (fake_nccl.c) and
-# routing.c against build/, then runs routing.c under mpirun in each of its modes, with the fake
-# as the real NCCL (MSCCLPP_NCCL_LIB_PATH).
+# The NCCL layer's CPU checks (make nccl-test): builds the fake libnccl.so.2 (fake_nccl.c), the
+# fake native side (fake_native.c) and routing.c against build/, then runs routing.c under mpirun
+# in each of its modes, with the fake as the real NCCL (MSCCLPP_NCCL_LIB_PATH), and for the
+# native modes the fake native side in place of the GPU.
 #
 #   tests/nccl/routing.sh BUILD NP "MPIRUN [FLAGS]"
 set -euo pipefail
@@ -19,6 +20,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 "$CC" -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden -I"$root/include" \
   -Wl,-soname,libnccl.so.2 "$here/fake_nccl.c" -o "$tmp/libnccl.so.2"
+"$CC" -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden -I"$root/include" \
+  "$here/fake_native.c" -o "$tmp/fake_native.so"
 # routing: linked with the layer. routing_nccl: linked with "libnccl.so.2" (the fake, in its own
 # folder, found through LD_LIBRARY_PATH), as an NCCL program is.
 cflags=(-std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -I"$root/include")
@@ -57,4 +60,18 @@ run fallback MSCCLPP_NCCL_LIB_PATH="$fake" MSCCLPP_NCCL_FALLBACK=auto
 run off MSCCLPP_NCCL_LIB_PATH="$fake" MSCCLPP_NCCL_FALLBACK=off
 run missing MSCCLPP_NCCL_LIB_PATH="$tmp/no-such-libnccl.so.2" MSCCLPP_NCCL_FALLBACK=
 run badenv MSCCLPP_NCCL_LIB_PATH="$fake" MSCCLPP_NCCL_FALLBACK=allreduce,bogus
+# The native side stood in for by fake_native.c: preloaded in place of the library's collective
+# calls, and the CUDA driver of the layer's staging buffer.
+native=$tmp/fake_native.so
+run_native() {
+  local mode=$1
+  shift
+  echo "---- routing $mode ($*)"
+  env "$@" $mpirun -np "$np" -x MSCCLPP_DEBUG -x MSCCLPP_NCCL_LIB_PATH="$fake" -x MSCCLPP_NCCL_FALLBACK \
+    -x LD_PRELOAD="$native" -x MSCCLPP_CUDA_LIBRARY="$native" "$tmp/routing" "$mode"
+}
+run_native native MSCCLPP_NCCL_FALLBACK=auto
+run_native native-all MSCCLPP_NCCL_FALLBACK=all
+run_native native-list MSCCLPP_NCCL_FALLBACK=reducescatter
+run_native native-off MSCCLPP_NCCL_FALLBACK=off
 echo "tests/nccl/routing: all modes passed"

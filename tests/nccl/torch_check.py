@@ -172,6 +172,33 @@ def _():
         raise AssertionError(f"all_gather_object: got {objs}, want {want}")
 
 
+# ReduceOp.PREMUL_SUM: NCCL PreMulSum operators, the factor a float (read once, host-immediate) or a
+# tensor (read by the collective, device-resident), a different one on each rank.
+make_premul_sum = getattr(dist, "_make_nccl_premul_sum", None)
+for kind in ("float", "tensor"):
+
+    def premul_sum(kind):
+        if make_premul_sum is None:
+            raise AssertionError("this torch has no torch.distributed._make_nccl_premul_sum")
+        factor = 0.5 * (rank + 1)
+        return make_premul_sum(factor if kind == "float" else [torch.tensor([factor], device=device)])
+
+    @check(f"all_reduce premul_sum, {kind} factor")
+    def _(kind=kind):
+        t = torch.full((N,), float(rank + 1), device=device)
+        dist.all_reduce(t, op=premul_sum(kind))
+        want = sum(0.5 * (r + 1) * (r + 1) for r in range(world))
+        expect(t, torch.full((N,), want), "all_reduce premul_sum")
+
+    @check(f"reduce_scatter_tensor premul_sum, {kind} factor")
+    def _(kind=kind):
+        inp = torch.arange(world * N, dtype=torch.float32, device=device).remainder(50).add(rank)
+        out = torch.empty(N, dtype=torch.float32, device=device)
+        dist.reduce_scatter_tensor(out, inp, op=premul_sum(kind))
+        full = sum(torch.arange(world * N, dtype=torch.float32).remainder(50).add(r) * (0.5 * (r + 1)) for r in range(world))
+        expect(out, full[rank * N : (rank + 1) * N], "reduce_scatter_tensor premul_sum")
+
+
 @check("all_reduce in a CUDA graph, replayed 100 times")
 def _():
     x = torch.full((N,), float(rank + 1), device=device)

@@ -11,7 +11,9 @@
 //   1000 dependent in-place calls (each call's output is the next one's input);
 //   the four collectives interleaved on one stream;
 //   two collective communicators at once, on two streams;
-//   a CUDA graph of six collectives captured once and replayed with new inputs.
+//   a CUDA graph of six collectives captured once and replayed with new inputs;
+//   mscclppScale (local): every reducible type, the factor in host and in device memory, in place
+//   and not, aligned and not, compared bit for bit; in a CUDA graph whose device factor changes.
 //
 // Inputs are small integers, exact in every type (float16 and bfloat16 included) and so are
 // their sums over up to 8 ranks; prod gets inputs of 1 and 2 (some negated in signed types), at
@@ -44,6 +46,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -520,6 +523,113 @@ void allGatherSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
   g.finish();
 }
 
+// ---- mscclppScale (local) ------------------------------------------------------------------------
+
+// x * f as NCCL's PreMulSum computes it: integers wrap (in unsigned arithmetic), float32 and
+// float16/bfloat16 round the exact product (exact in double) once, float64 multiplies in double.
+template <typename T>
+T scaled(T x, T f) {
+  if constexpr (std::is_integral<T>::value) {
+    using Wide = typename std::conditional<sizeof(T) == 8, uint64_t, uint32_t>::type;
+    return static_cast<T>(static_cast<Wide>(x) * static_cast<Wide>(f));
+  } else if constexpr (std::is_same<T, double>::value) {
+    return x * f;
+  } else {
+    return Type<T>::from(Type<T>::to(x) * Type<T>::to(f));
+  }
+}
+
+// Each rank's factor: near 0.1 for the floating types (so that products round), a negative
+// integer for the others (unsigned: its wrapped value, so that products wrap).
+template <typename T>
+T scaleFactor(int salt = 0) {
+  if constexpr (std::is_integral<T>::value) return static_cast<T>(-3 - g_rank - salt);
+  return Type<T>::from(0.1 * (1 + g_rank + salt));
+}
+
+// dst == src * factor bit for bit, element by element.
+template <typename T>
+void compareScaled(Group& g, const std::string& what, const std::vector<T>& got, const std::vector<T>& in, T factor) {
+  ++g.checks;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const T want = scaled(in[i], factor);
+    if (std::memcmp(&got[i], &want, sizeof(T)) != 0) {
+      g.fail(what + ": element " + std::to_string(i) + " is " + std::to_string(Type<T>::to(got[i])) + ", want " +
+             std::to_string(Type<T>::to(want)));
+      return;
+    }
+  }
+}
+
+// One mscclppScale of n elements, the factor in host or device memory.
+template <typename T>
+void checkScale(Group& g, mscclppCollComm_t comm, cudaStream_t s, size_t n, bool inPlace, bool onDevice,
+                size_t offset) {
+  const std::string what = std::string(Type<T>::name) + " count " + std::to_string(n) +
+                           (inPlace ? " in place" : " out of place") + (onDevice ? ", factor on the device" : "") +
+                           (offset ? " unaligned" : "");
+  if (g_verbose) std::printf("[rank %d] scale %s\n", g_rank, what.c_str()), std::fflush(stdout);
+  Buffer<T> src(n, offset);
+  Buffer<T> dstBuf(inPlace ? 0 : n, offset);
+  Buffer<T>& dst = inPlace ? src : dstBuf;
+  const std::vector<T> in = inputs<T>(n, g_rank, 0);
+  src.upload(in);
+  const T factor = scaleFactor<T>();
+  T* devFactor = nullptr;
+  CUDA(cudaMalloc(&devFactor, sizeof(T)));
+  CUDA(cudaMemcpy(devFactor, &factor, sizeof(T), cudaMemcpyHostToDevice));
+  const void* f = onDevice ? static_cast<const void*>(devFactor) : &factor;
+  if (called(g, what, mscclppScale(src.data(), dst.data(), n, Type<T>::id, f, onDevice, comm, s))) {
+    CUDA(cudaStreamSynchronize(s));
+    compareScaled(g, what, dst.download(g, what), in, factor);
+  }
+  CUDA(cudaFree(devFactor));
+}
+
+template <typename T>
+void scaleSweep(mscclppCollComm_t comm, cudaStream_t s) {
+  Group g(std::string("scale ") + Type<T>::name);
+  for (size_t n : {size_t(0), size_t(1), size_t(3), size_t(33), size_t(1025), size_t(65537), size_t(1048583)})
+    for (bool inPlace : {false, true})
+      for (bool onDevice : {false, true})
+        for (size_t offset : {0, 1}) checkScale<T>(g, comm, s, n, inPlace, onDevice, offset);
+  g.finish();
+}
+
+// A Scale by a factor in device memory, captured in a CUDA graph, reads the factor at each
+// replay; one by a factor in host memory keeps the value it was captured with.
+void scaleGraph(mscclppCollComm_t comm, cudaStream_t s) {
+  Group g("scale in a CUDA graph, the factor changed between replays");
+  const size_t n = 100003;
+  Buffer<float> in(n, 0), byDevice(n, 0), byHost(n, 0);
+  const std::vector<float> h = inputs<float>(n, g_rank, 0);
+  in.upload(h);
+  float* devFactor = nullptr;
+  CUDA(cudaMalloc(&devFactor, sizeof(float)));
+  const float hostFactor = scaleFactor<float>();
+  cudaGraph_t graph;
+  CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const bool ok = called(g, "capture", mscclppScale(in.data(), byDevice.data(), n, mscclppFloat32, devFactor, 1, comm, s)) &&
+                  called(g, "capture", mscclppScale(in.data(), byHost.data(), n, mscclppFloat32, &hostFactor, 0, comm, s));
+  CUDA(cudaStreamEndCapture(s, &graph));
+  if (ok) {
+    cudaGraphExec_t exec;
+    CUDA(cudaGraphInstantiate(&exec, graph, nullptr, nullptr, 0));
+    for (int k = 0; k < kGraphReplays; ++k) {
+      const float f = scaleFactor<float>(k + 1);
+      CUDA(cudaMemcpy(devFactor, &f, sizeof(f), cudaMemcpyHostToDevice));
+      CUDA(cudaGraphLaunch(exec, s));
+      CUDA(cudaStreamSynchronize(s));
+      compareScaled(g, "replay " + std::to_string(k), byDevice.download(g, "byDevice"), h, f);
+      compareScaled(g, "replay " + std::to_string(k) + ", host factor", byHost.download(g, "byHost"), h, hostFactor);
+    }
+    CUDA(cudaGraphExecDestroy(exec));
+  }
+  CUDA(cudaGraphDestroy(graph));
+  CUDA(cudaFree(devFactor));
+  g.finish();
+}
+
 // kChainCalls in-place uint32 sums, each on the previous result: rank r starts with
 // (i % 7) + r + 1, so after k calls every element is S_i * N^(k-1) mod 2^32.
 void chain(mscclppCollComm_t comm, cudaStream_t s, size_t n) {
@@ -697,6 +807,11 @@ void refusals(mscclppCollComm_t comm, cudaStream_t s) {
       {"broadcast root too large", mscclppBroadcast(buf.data(), buf.data(), 4, mscclppFloat32, g_nranks, comm, s)},
       {"broadcast negative root", mscclppBroadcast(buf.data(), buf.data(), 4, mscclppFloat32, -1, comm, s)},
       {"broadcast bad datatype", mscclppBroadcast(buf.data(), buf.data(), 4, static_cast<mscclppDataType_t>(12), 0, comm, s)},
+      {"scale of fp8", mscclppScale(buf.data(), buf.data(), 4, mscclppFloat8e4m3, buf.data(), 1, comm, s)},
+      {"scale, NULL factor", mscclppScale(buf.data(), buf.data(), 4, mscclppFloat32, nullptr, 0, comm, s)},
+      {"scale, overlapping buffers", mscclppScale(buf.data(), buf.data() + 1, 4, mscclppFloat32, buf.data(), 1, comm, s)},
+      {"scale, misaligned device factor",
+       mscclppScale(buf.data(), buf.data(), 4, mscclppFloat64, reinterpret_cast<char*>(buf.data()) + 4, 1, comm, s)},
   };
   for (const Case& c : cases) {
     ++g.checks;
@@ -708,6 +823,9 @@ void refusals(mscclppCollComm_t comm, cudaStream_t s) {
   if (mscclppReduceScatter(nullptr, nullptr, 0, mscclppFloat32, mscclppSum, comm, s) != mscclppSuccess ||
       mscclppBroadcast(nullptr, nullptr, 0, mscclppFloat32, 0, comm, s) != mscclppSuccess)
     g.fail("reducescatter or broadcast of count 0 was refused");
+  ++g.checks;
+  const float two = 2;
+  if (mscclppScale(nullptr, nullptr, 0, mscclppFloat32, &two, 0, comm, s) != mscclppSuccess) g.fail("scale of count 0 was refused");
   CUDA(cudaStreamSynchronize(s));
   g.finish();
 }
@@ -856,6 +974,17 @@ int main(int argc, char** argv) {
       broadcastSweep<uint64_t>(c1.coll, s, false);
       broadcastSweep<Fp8E4M3>(c1.coll, s, false);
       broadcastBurst(c1.coll, s);
+      scaleSweep<float>(c1.coll, s);
+      scaleSweep<__half>(c1.coll, s);
+      scaleSweep<__nv_bfloat16>(c1.coll, s);
+      scaleSweep<int32_t>(c1.coll, s);
+      scaleSweep<uint32_t>(c1.coll, s);
+      scaleSweep<double>(c1.coll, s);
+      scaleSweep<int8_t>(c1.coll, s);
+      scaleSweep<uint8_t>(c1.coll, s);
+      scaleSweep<int64_t>(c1.coll, s);
+      scaleSweep<uint64_t>(c1.coll, s);
+      scaleGraph(c1.coll, s);
     }
     chain(c1.coll, s, 1000);
     chain(c1.coll, s, 300001);
