@@ -216,11 +216,15 @@ else
 	result "build nccl ops against include/nccl.h" 1
 fi
 # A peer killed in the middle of AllReduces: the survivor's error within 2 s, ncclCommAbort within
-# 5 s, its CUDA context still usable (a new communicator on the same GPU runs an AllReduce).
+# 5 s, its CUDA context still usable (a new communicator on the same GPU runs an AllReduce); and a
+# frozen peer, named ncclSystemError once the survivor's kernel has polled MSCCLPP_COLL_MAX_SPINS times.
 if wanted "peer death"; then
 	if nvcc -std=c++17 -O2 -arch=sm_90 -I"$build/include/mscclpp_nccl" tests/nccl/peer_death.cu -o "$bin/peer_death" \
 		-L"$build/lib" -lmscclpp_nccl -Xlinker "-rpath,$build/lib" 2>&1; then
 		run "peer death: kill -9 one of 2 ranks during AllReduces" 300 "$bin/peer_death"
+		run "peer death: kill -9 one of 2 ranks during small (packet) AllReduces" 300 env PEER_DEATH_COUNT=1024 "$bin/peer_death"
+		run "peer death: a frozen peer (SIGSTOP), MSCCLPP_COLL_MAX_SPINS=2000000" 300 \
+			env PEER_DEATH_FREEZE=1 MSCCLPP_COLL_MAX_SPINS=2000000 "$bin/peer_death"
 	else
 		result "build peer_death" 1
 	fi

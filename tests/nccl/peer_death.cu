@@ -8,9 +8,15 @@
 // ncclCommAbort took, and whether its stream and CUDA context are still fine. Then rank 0 builds
 // a new communicator on the same GPU with a fresh rank 1 and checks an AllReduce.
 //
-// Exit status 0 when rank 0 saw ncclRemoteError within kDetectLimit, ncclCommAbort returned within
-// kAbortLimit, the stream completed with no CUDA error and the new communicator's AllReduce was
-// right. Build: nvcc -I<build>/include/mscclpp_nccl peer_death.cu -L<build>/lib -lmscclpp_nccl.
+// Exit status 0 when rank 0 saw the error expected within kDetectLimit, ncclCommAbort returned
+// within kAbortLimit, the stream completed with no CUDA error and the new communicator's
+// AllReduce was right. Build: nvcc -I<build>/include/mscclpp_nccl peer_death.cu -L<build>/lib
+// -lmscclpp_nccl. Environment:
+//   PEER_DEATH_COUNT=n   floats per AllReduce (default 4 Mi: 16 MiB; small counts take the
+//                        packet kernels)
+//   PEER_DEATH_FREEZE=1  SIGSTOP rather than SIGKILL: a frozen peer, whose links stay up; rank 0
+//                        must see ncclSystemError once its kernel has polled
+//                        MSCCLPP_COLL_MAX_SPINS times (set it small), then rank 1 is killed
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <poll.h>
@@ -30,8 +36,14 @@ namespace {
 constexpr double kDetectLimit = 2.0;   // seconds from the kill to rank 0's error (the goal)
 constexpr double kAbortLimit = 5.0;    // seconds ncclCommAbort may take
 constexpr double kStartLimit = 300.0;  // seconds for both ranks to reach their loop (first kernel load)
-constexpr size_t kCount = 1 << 22;     // floats per AllReduce (16 MiB)
+constexpr size_t kDefaultCount = 1 << 22;  // floats per AllReduce (16 MiB)
 constexpr int kLoopsBeforeReady = 20;  // AllReduces rank 0 runs before it tells the parent
+
+// Floats per AllReduce: PEER_DEATH_COUNT, else kDefaultCount.
+size_t countOf() {
+  const char* v = getenv("PEER_DEATH_COUNT");
+  return v != nullptr && atol(v) > 0 ? size_t(atol(v)) : kDefaultCount;
+}
 
 double now() {
   timespec t;
@@ -110,11 +122,11 @@ void victim(int idFd) {
   CUDA_OK(cudaSetDevice(0));
   ncclComm_t comm = join(1, idFd);
   float* buf;
-  CUDA_OK(cudaMalloc(&buf, kCount * sizeof(float)));
+  CUDA_OK(cudaMalloc(&buf, countOf() * sizeof(float)));
   cudaStream_t s;
   CUDA_OK(cudaStreamCreate(&s));
   for (;;) {
-    if (ncclAllReduce(buf, buf, kCount, ncclFloat, ncclSum, comm, s) != ncclSuccess) break;
+    if (ncclAllReduce(buf, buf, countOf(), ncclFloat, ncclSum, comm, s) != ncclSuccess) break;
     cudaStreamSynchronize(s);
   }
   _exit(3);  // rank 0 died first: the parent reports it
@@ -150,11 +162,11 @@ void survivor(int idFd, int readyFd, int id2Fd, int reportFd) {
   CUDA_OK(cudaSetDevice(0));
   ncclComm_t comm = join(0, idFd);
   float* buf;
-  CUDA_OK(cudaMalloc(&buf, kCount * sizeof(float)));
+  CUDA_OK(cudaMalloc(&buf, countOf() * sizeof(float)));
   cudaStream_t s;
   CUDA_OK(cudaStreamCreate(&s));
   for (int i = 0; rep.errorAt == 0; ++i) {
-    ncclResult_t r = ncclAllReduce(buf, buf, kCount, ncclFloat, ncclSum, comm, s);
+    ncclResult_t r = ncclAllReduce(buf, buf, countOf(), ncclFloat, ncclSum, comm, s);
     if (r != ncclSuccess) {
       rep.errorAt = now(), rep.asyncError = r, rep.seenBy = 2;
       break;
@@ -175,6 +187,7 @@ void survivor(int idFd, int readyFd, int id2Fd, int reportFd) {
       break;
     }
   }
+  writeAll(readyFd, "D", 1);  // the failure is seen: a frozen rank 1 may go now
   snprintf(rep.reason, sizeof(rep.reason), "%s", ncclGetLastError(comm));
   const double t0 = now();
   NCCL_OK(ncclCommAbort(comm));
@@ -242,8 +255,16 @@ int main(int argc, char** argv) {
     die("the ranks did not start their loop");
   }
   usleep(200 * 1000);  // well inside the loop
-  kill(rank1, SIGKILL);
+  const bool freeze = getenv("PEER_DEATH_FREEZE") != nullptr && atoi(getenv("PEER_DEATH_FREEZE")) != 0;
+  kill(rank1, freeze ? SIGSTOP : SIGKILL);
   const double killedAt = now();
+  if (freeze) {
+    // Rank 1 is killed once rank 0 has seen the failure (its kernel gave up), so that rank 0 can
+    // go on to the new communicator.
+    char seen;
+    readAll(fds[1][0], &seen, 1, 120);
+    kill(rank1, SIGKILL);
+  }
   waitpid(rank1, nullptr, 0);
   pid_t rank1b = spawn(path, "newpeer", {fds[2][0]});
   close(fds[2][0]);
@@ -261,7 +282,7 @@ int main(int argc, char** argv) {
   if (!reported) die("rank 0 sent no report within 120 s (it hangs)");
 
   const double detect = rep.errorAt - killedAt;
-  printf("peer_death: rank 1 killed; rank 0 saw %s (%d) %.3f s later through %s\n",
+  printf("peer_death: rank 1 %s; rank 0 saw %s (%d) %.3f s later through %s\n", freeze ? "frozen" : "killed",
          ncclGetErrorString(ncclResult_t(rep.asyncError)), rep.asyncError, detect,
          rep.seenBy == 1 ? "ncclCommGetAsyncError" : "a call's result");
   printf("peer_death: reason: %s\n", rep.reason);
@@ -269,7 +290,8 @@ int main(int argc, char** argv) {
          cudaGetErrorName(cudaError_t(rep.streamError)));
   printf("peer_death: a new communicator on the same GPU: AllReduce %s\n",
          rep.secondOk ? "right" : "wrong or not run");
-  const bool ok = rep.asyncError == ncclRemoteError && detect >= 0 && detect <= kDetectLimit &&
+  const double limit = freeze ? 60 : kDetectLimit;  // frozen: as long as the spins take
+  const bool ok = rep.asyncError == (freeze ? ncclSystemError : ncclRemoteError) && detect >= 0 && detect <= limit &&
                   rep.abortTook <= kAbortLimit && rep.streamError == 0 && rep.secondOk &&
                   WIFEXITED(st1) && WEXITSTATUS(st1) == 0;
   printf("peer_death: %s\n", ok ? "PASS" : "FAIL");
