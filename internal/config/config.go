@@ -180,7 +180,7 @@ var (
 	}
 	CollMaxSpins = &Var[int64]{
 		Name: "MSCCLPP_COLL_MAX_SPINS", Default: 1 << 30, parse: parseSpins,
-		Doc: "polls a collective's kernel makes of one flag or semaphore before it traps (the stream then fails instead of hanging on a peer that never comes; the default is minutes); -1 waits forever; read when a collective communicator is created",
+		Doc: "polls a collective's kernel makes of one flag or semaphore for a peer before it gives up (the kernel ends, the CUDA context unharmed, and the communicator reports a timeout instead of hanging on a frozen peer; the default is minutes); -1 waits for ever; read when a collective communicator is created",
 	}
 	CollMaxBlocks = &Var[int64]{
 		Name: "MSCCLPP_COLL_MAX_BLOCKS", Default: 0, parse: parseBlocks,
