@@ -42,7 +42,7 @@ type abortState struct {
 	done  chan struct{}  // closed when the watchdog has returned
 
 	failed   atomic.Bool   // failure is set (read without the lock on every launch)
-	mu       sync.Mutex    // guards failure and peerErr
+	mu       sync.Mutex    // guards words (against freeAbortWords), failure and peerErr
 	failure  error         // what Err returns and calls fail with; set once
 	peerErr  error         // the first failure of a peer's link the watchdog saw
 	lastCall atomic.Uint32 // the callKind of the last call queued, for error messages
@@ -86,6 +86,8 @@ func (c *Comm) allocAbortWords() error {
 // freeAbortWords frees the abort words once no kernel can read them (release has freed the
 // Comm's device memory, which waits for its kernels). The GPU's context is current.
 func (c *Comm) freeAbortWords() error {
+	c.abort.mu.Lock()
+	defer c.abort.mu.Unlock()
 	if c.abort.words == nil {
 		return nil
 	}
@@ -140,8 +142,11 @@ func (c *Comm) notePeerFailure(err error) {
 	c.raiseAbort()
 }
 
-// raiseAbort sets the request word that every waiting kernel thread reads.
+// raiseAbort sets the request word that every waiting kernel thread reads (nothing once Close
+// has freed it: no kernel runs then).
 func (c *Comm) raiseAbort() {
+	c.abort.mu.Lock()
+	defer c.abort.mu.Unlock()
 	if c.abort.words != nil {
 		atomic.StoreUint32(c.abort.word(abortRequest), 1)
 	}
@@ -175,16 +180,23 @@ func (c *Comm) Err() error {
 	if c.abort.failed.Load() {
 		return c.failureErr()
 	}
-	if c.abort.words == nil {
-		return nil
-	}
-	switch atomic.LoadUint32(c.abort.word(abortReport)) {
+	switch c.report() {
 	case reportAborted:
 		return c.fail(c.peerFailure("a kernel gave up waiting for a peer"))
 	case reportTimedOut:
 		return c.fail(fmt.Errorf("%w (last call queued: %s)", ErrTimedOut, c.lastOp()))
 	}
 	return nil
+}
+
+// report reads the kernels' report word (reportNone once Close has freed it).
+func (c *Comm) report() uint32 {
+	c.abort.mu.Lock()
+	defer c.abort.mu.Unlock()
+	if c.abort.words == nil {
+		return reportNone
+	}
+	return atomic.LoadUint32(c.abort.word(abortReport))
 }
 
 // checkUsable is Err for a call about to be queued: after a peer's failure the call fails too.

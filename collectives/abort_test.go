@@ -136,3 +136,14 @@ type fakeWatcher struct{}
 
 func (fakeWatcher) PeerFailed() <-chan struct{} { return nil }
 func (fakeWatcher) PeerErr() error              { return nil }
+
+// TestAbortWithoutWords: a Comm whose abort words are gone (closed, or never allocated) can
+// still be aborted and asked for its error.
+func TestAbortWithoutWords(t *testing.T) {
+	c := &Comm{log: slog.New(slog.DiscardHandler)}
+	require.NoError(t, c.Err())
+	c.notePeerFailure(errLink)
+	require.NoError(t, c.Err(), "no kernel reported")
+	c.Abort()
+	assert.ErrorIs(t, c.Err(), ErrAborted)
+}
