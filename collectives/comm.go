@@ -18,6 +18,7 @@ import (
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
 	"github.com/mscclpp-go/mscclpp/internal/config"
+	"github.com/mscclpp-go/mscclpp/internal/logging"
 	"github.com/mscclpp-go/mscclpp/kernels"
 )
 
@@ -108,7 +109,7 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 	}
 	b := comm.Bootstrap()
 	c = &Comm{comm: comm, rank: b.Rank(), nRanks: b.Size(), device: device, funcs: map[string]cuda.Function{},
-		log: slog.With("rank", b.Rank())}
+		log: logging.ForRank(b.Rank())}
 	what := fmt.Sprintf("new collective communicator (rank %d of %d, GPU %d)", c.rank, c.nRanks, device)
 	dev, err := cuda.GetDevice(device)
 	if err != nil {

@@ -60,11 +60,26 @@ func (v *Var[T]) Get() T {
 	// Log outside once.Do: the log handler itself reads MSCCLPP_DEBUG through a Var, and logging
 	// from inside the Once would re-enter it.
 	if parseErr != nil {
-		slog.Warn("malformed environment variable", "err", parseErr)
+		logger().Warn("malformed environment variable", "err", parseErr)
 	} else if v.overridden && v.announced.CompareAndSwap(false, true) {
-		slog.Info("environment override", "var", v.Name, "value", v.val)
+		logger().Info("environment override", "var", v.Name, "value", v.val)
 	}
 	return v.val
+}
+
+// loggerFunc returns the logger the variables report through; SetLogger sets it.
+var loggerFunc atomic.Pointer[func() *slog.Logger]
+
+// SetLogger makes the variables report malformed values and overrides through f's logger (the
+// library's: package logging sets it, so that config need not import it). Until then they go to
+// slog.Default(), which the library never changes.
+func SetLogger(f func() *slog.Logger) { loggerFunc.Store(&f) }
+
+func logger() *slog.Logger {
+	if f := loggerFunc.Load(); f != nil {
+		return (*f)()
+	}
+	return slog.Default()
 }
 
 // Set overrides the environment and default for the rest of the process.

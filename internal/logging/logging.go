@@ -49,8 +49,11 @@ func emit(line string) {
 	StdoutSink(line)
 }
 
-// Logger returns the library's logger and, on first use, makes it slog's default so that packages
-// logging through slog's top-level functions reach the same sink.
+// The configuration variables report through the library's logger.
+func init() { config.SetLogger(Logger) }
+
+// Logger returns the library's logger. It is not made slog's default: a library does not change
+// its host program's globals.
 func Logger() *slog.Logger {
 	initLog.Do(func() {
 		host, err := os.Hostname()
@@ -59,7 +62,6 @@ func Logger() *slog.Logger {
 		}
 		prefix = host + ":" + strconv.Itoa(os.Getpid())
 		base = slog.New(&handler{})
-		slog.SetDefault(base)
 	})
 	return base
 }

@@ -72,13 +72,31 @@ func TestLevels(t *testing.T) {
 	}
 }
 
-func TestGroupsAndSlogDefault(t *testing.T) {
+func TestGroups(t *testing.T) {
 	withLevel(t, config.LevelInfo)
 	got := capture(t)
 	Logger().WithGroup("conn").Info("opened", "peer", 1, slog.Group("buf", "size", 64))
-	slog.Info("through slog default") // Logger() made our handler slog's default
 	lines := got()
-	require.Len(t, lines, 2)
+	require.Len(t, lines, 1)
 	assert.True(t, strings.HasSuffix(lines[0], "INFO opened conn.peer=1 conn.buf.size=64"), lines[0])
-	assert.Contains(t, lines[1], "INFO through slog default")
+}
+
+// TestSlogDefaultUntouched: the library's logger is not made slog's default (a library does not
+// change its host's globals), and the configuration variables still report through it.
+func TestSlogDefaultUntouched(t *testing.T) {
+	before := slog.Default()
+	withLevel(t, config.LevelInfo)
+	got := capture(t)
+	Logger().Info("library line")
+	assert.Same(t, before, slog.Default())
+
+	t.Setenv(config.CollMaxSpins.Name, "not-a-number")
+	config.CollMaxSpins.Reset()
+	t.Cleanup(config.CollMaxSpins.Reset)
+	assert.Equal(t, config.CollMaxSpins.Default, config.CollMaxSpins.Get())
+	lines := got()
+	require.Len(t, lines, 2, "%q", lines)
+	assert.Contains(t, lines[0], "INFO library line")
+	assert.Contains(t, lines[1], "WARN malformed environment variable")
+	assert.Contains(t, lines[1], config.CollMaxSpins.Name)
 }
