@@ -31,9 +31,6 @@ const (
 	// portSemaphoreTag is the semaphore tag of the port channels (the memory channels use tags
 	// [0, maxBlocks)).
 	portSemaphoreTag = maxBlocks
-	// maxPortBytes is the most bytes one copy request moves (the trigger's size field has 32
-	// bits); larger parts are split.
-	maxPortBytes = 1 << 30
 )
 
 // ports is a Comm's copy-engine path.

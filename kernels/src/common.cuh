@@ -24,7 +24,8 @@ constexpr uint32_t kMaxBlocks = 128;
 
 // The most ranks the kernels' per-element loops unroll for (more ranks still work, rolled).
 constexpr uint32_t kUnrollRanks = 8;
-// Block sizes; they must equal collectives.packetThreads, rsagThreads and putThreads. The
+// Block sizes; they must equal collectives.packetThreads, rsagThreads and putThreads (every
+// "must equal" of the kernels' sources is checked by collectives' TestKernelConstantsMatch). The
 // reduce-scatter kernel keeps one 16-byte word per rank in registers, hence its smaller blocks.
 constexpr uint32_t kPacketThreads = 512;
 constexpr uint32_t kRsagThreads = 512;
@@ -41,8 +42,8 @@ constexpr uint32_t kMaxZeroCopyPeers = 63;
 // A buffer descriptor is ((registration + 1) << kDescShift) | (offset of the buffer in it); 0 is
 // "no descriptor" and traps where one is needed.
 constexpr uint32_t kDescShift = 48;
-// The most bytes one port-channel copy request moves (its size field has 32 bits). Must equal
-// collectives.maxPortBytes.
+// The most bytes one port-channel copy request moves (its size field has 32 bits); the kernels
+// split larger copies (the host never needs the bound).
 constexpr uint64_t kMaxPortBytes = uint64_t(1) << 30;
 
 // Reduction operators, numbered as NCCL's ncclRedOp_t. kAvg combines as kSum; the final sum is
