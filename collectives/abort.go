@@ -42,6 +42,7 @@ type abortState struct {
 	done  chan struct{}  // closed when the watchdog has returned
 
 	failed   atomic.Bool   // failure is set (read without the lock on every launch)
+	peerGone atomic.Bool   // peerErr is set (likewise)
 	mu       sync.Mutex    // guards words (against freeAbortWords), failure and peerErr
 	failure  error         // what Err returns and calls fail with; set once
 	peerErr  error         // the first failure of a peer's link the watchdog saw
@@ -135,6 +136,7 @@ func (c *Comm) notePeerFailure(err error) {
 	c.abort.mu.Lock()
 	if c.abort.peerErr == nil {
 		c.abort.peerErr = err
+		c.abort.peerGone.Store(true)
 	}
 	c.abort.mu.Unlock()
 	c.log.Warn("a peer's bootstrap link ended: kernels of this collective communicator that wait for a peer give up",
@@ -199,18 +201,21 @@ func (c *Comm) report() uint32 {
 	return atomic.LoadUint32(c.abort.word(abortReport))
 }
 
-// checkUsable is Err for a call about to be queued: after a peer's failure the call fails too.
+// checkUsable is what a call about to be queued checks, with c.mu held (so Close cannot free the
+// abort words meanwhile): ErrClosed, or Err, or, after a peer's failure, ErrPeerFailed. On the
+// latency path: three atomic loads and no lock while all is well.
 func (c *Comm) checkUsable() error {
+	if c.closed {
+		return ErrClosed
+	}
+	if !c.abort.failed.Load() && !c.abort.peerGone.Load() &&
+		(c.abort.words == nil || atomic.LoadUint32(c.abort.word(abortReport)) == reportNone) {
+		return nil
+	}
 	if err := c.Err(); err != nil {
 		return err
 	}
-	c.abort.mu.Lock()
-	gone := c.abort.peerErr != nil
-	c.abort.mu.Unlock()
-	if gone {
-		return c.fail(c.peerFailure("a call was made after it"))
-	}
-	return nil
+	return c.fail(c.peerFailure("a call was made after it"))
 }
 
 // peerFailure is ErrPeerFailed with the peer's link error and what happened.

@@ -146,9 +146,6 @@ type call struct {
 func (c *Comm) launch(x *call, s cuda.Stream) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return ErrClosed
-	}
 	if err := c.checkUsable(); err != nil {
 		return err
 	}

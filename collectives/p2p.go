@@ -278,9 +278,6 @@ func (c *Comm) launchP2P(peers map[int]*p2pPeer, order []int, s cuda.Stream) err
 	a, items := p2pLaunch(c.p2pArgs, peers, order, c.rank, c.maxGrid)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return ErrClosed
-	}
 	if err := c.checkUsable(); err != nil {
 		return err
 	}
