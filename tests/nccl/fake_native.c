@@ -15,20 +15,7 @@
 
 #define API __attribute__((visibility("default")))
 
-static char calls[1 << 16];
-static size_t used;
-
-static void record(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(calls + used, sizeof(calls) - used, fmt, ap);
-  va_end(ap);
-  if (n > 0 && used + (size_t)n + 1 < sizeof(calls)) {
-    used += (size_t)n;
-    calls[used++] = '\n';
-    calls[used] = '\0';
-  }
-}
+#include "call_log.h"
 
 /* The calls so far, one per line ("name args"). */
 API const char* fakeNativeLog(void) { return calls; }
