@@ -105,6 +105,18 @@ static ncclResult_t nativeResult(ncclComm_t comm, const char* call, mscclppResul
     if (res_ != ncclSuccess) return shimGroupError(res_); \
   } while (0)
 
+/* The native AllReduce of ncclAllReduce and ncclReduce, into out: a PreMulSum operator first
+ * multiplies this rank's input by its scalar into out, and the sum then runs there, in place. */
+static ncclResult_t nativeAllReduce(ncclComm_t comm, const char* call, const shimOp* o, const void* sendbuff, void* out,
+                                    size_t count, ncclDataType_t datatype, cudaStream_t stream) {
+  if (o->preMulSum) {
+    CHECK(shimPreMulScale(comm, call, o, sendbuff, out, count, datatype, stream));
+    sendbuff = out;
+  }
+  return shimGroupError(nativeResult(comm, call, mscclppAllReduce(sendbuff, out, count, (mscclppDataType_t)datatype,
+                                                                  shimNativeOp(o), comm->coll, stream)));
+}
+
 NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   const char* call = "ncclAllReduce";
@@ -114,15 +126,7 @@ NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size
   CHECK(shimResolveOp(comm, call, op, datatype, &o));
   callPath p;
   CHECK(route(comm, shimAllReduce, nativeReducible(datatype), call, &p));
-  if (p.native) {
-    if (o.preMulSum) {
-      /* This rank's input times its scalar, into the output; then the sum there, in place. */
-      CHECK(shimPreMulScale(comm, call, &o, sendbuff, recvbuff, count, datatype, stream));
-      sendbuff = recvbuff;
-    }
-    return shimGroupError(nativeResult(comm, call, mscclppAllReduce(sendbuff, recvbuff, count, (mscclppDataType_t)datatype,
-                                                                    shimNativeOp(&o), comm->coll, stream)));
-  }
+  if (p.native) return nativeAllReduce(comm, call, &o, sendbuff, recvbuff, count, datatype, stream);
   ncclRedOp_t realOp;
   CHECK(shimRealOp(comm, call, &o, p.real, p.nccl, &realOp));
   return shimGroupError(p.nccl->ncclAllReduce(sendbuff, recvbuff, count, datatype, realOp, p.real, stream));
@@ -206,13 +210,7 @@ NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t 
     /* An AllReduce whose result the other ranks write into a buffer of the communicator's. */
     void* out = recvbuff;
     if (comm->rank != root) CHECK(shimStagingBuffer(comm, call, count * shimTypeSize(datatype), &out));
-    if (o.preMulSum) {
-      /* This rank's input times its scalar, into that output; then the sum there, in place. */
-      CHECK(shimPreMulScale(comm, call, &o, sendbuff, out, count, datatype, stream));
-      sendbuff = out;
-    }
-    return shimGroupError(nativeResult(comm, call, mscclppAllReduce(sendbuff, out, count, (mscclppDataType_t)datatype,
-                                                                    shimNativeOp(&o), comm->coll, stream)));
+    return nativeAllReduce(comm, call, &o, sendbuff, out, count, datatype, stream);
   }
   ncclRedOp_t realOp;
   CHECK(shimRealOp(comm, call, &o, p.real, p.nccl, &realOp));
