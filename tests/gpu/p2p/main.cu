@@ -25,6 +25,8 @@
 #include <mpi.h>
 #include <mscclpp/collectives.h>
 
+#include "../common.cuh"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -38,63 +40,6 @@ namespace {
 constexpr size_t kGuard = 64;            // bytes of guard before and after every output
 constexpr unsigned char kPoison = 0x5A;  // the guards' bytes (and the outputs' before a call)
 constexpr int kGraphReplays = 5;
-
-int g_rank = 0, g_nranks = 1;
-int g_passed = 0, g_failed = 0;
-
-void fatal(const char* what, const char* detail) {
-  std::fprintf(stderr, "[rank %d] FATAL %s: %s\n", g_rank, what, detail);
-  MPI_Abort(MPI_COMM_WORLD, 2);
-}
-#define CUDA(call)                                               \
-  do {                                                           \
-    cudaError_t e_ = (call);                                     \
-    if (e_ != cudaSuccess) fatal(#call, cudaGetErrorString(e_)); \
-  } while (0)
-#define MSCCLPP(call)                                                  \
-  do {                                                                 \
-    mscclppResult_t r_ = (call);                                       \
-    if (r_ != mscclppSuccess) fatal(#call, mscclppGetErrorString(r_)); \
-  } while (0)
-
-// ---- Types: values are small non-negative integers, exact in every type ----------------------
-
-template <typename T> struct Type;
-template <> struct Type<float> {
-  static constexpr mscclppDataType_t id = mscclppFloat32;
-  static constexpr const char* name = "float32";
-  static float from(int v) { return static_cast<float>(v); }
-};
-template <> struct Type<double> {
-  static constexpr mscclppDataType_t id = mscclppFloat64;
-  static constexpr const char* name = "float64";
-  static double from(int v) { return v; }
-};
-template <> struct Type<__half> {
-  static constexpr mscclppDataType_t id = mscclppFloat16;
-  static constexpr const char* name = "float16";
-  static __half from(int v) { return __float2half(static_cast<float>(v)); }
-};
-template <> struct Type<__nv_bfloat16> {
-  static constexpr mscclppDataType_t id = mscclppBfloat16;
-  static constexpr const char* name = "bfloat16";
-  static __nv_bfloat16 from(int v) { return __float2bfloat16(static_cast<float>(v)); }
-};
-template <> struct Type<uint8_t> {
-  static constexpr mscclppDataType_t id = mscclppUint8;
-  static constexpr const char* name = "uint8";
-  static uint8_t from(int v) { return static_cast<uint8_t>(v); }
-};
-template <> struct Type<int64_t> {
-  static constexpr mscclppDataType_t id = mscclppInt64;
-  static constexpr const char* name = "int64";
-  static int64_t from(int v) { return v; }
-};
-template <> struct Type<int32_t> {
-  static constexpr mscclppDataType_t id = mscclppInt32;
-  static constexpr const char* name = "int32";
-  static int32_t from(int v) { return v; }
-};
 
 // Element i of the message from rank `from` to rank `to`; `salt` tells messages of one pair apart.
 int value(int from, int to, size_t i, int salt) {
@@ -110,26 +55,6 @@ std::vector<T> message(int from, int to, size_t n, int salt) {
 }
 
 // ---- Checks ------------------------------------------------------------------------------------
-
-struct Group {
-  std::string name;
-  long checks = 0, failures = 0;
-  explicit Group(std::string n) : name(std::move(n)) {}
-  void fail(const std::string& what) {
-    ++failures;
-    if (failures <= 5) std::printf("[rank %d] FAIL %s: %s\n", g_rank, name.c_str(), what.c_str());
-  }
-  void finish() {
-    long local[2] = {checks, failures}, total[2];
-    MPI_Allreduce(local, total, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    if (g_rank == 0) {
-      std::printf("%s %s: %ld checks over %d ranks, %ld failed\n", total[1] ? "FAIL" : "ok  ", name.c_str(), total[0],
-                  g_nranks, total[1]);
-    }
-    std::fflush(stdout);
-    (total[1] ? g_failed : g_passed)++;
-  }
-};
 
 // A device buffer of `bytes` bytes with kGuard poisoned bytes on each side, starting `offset`
 // bytes after a 256-byte boundary.
@@ -454,28 +379,6 @@ void refusals(mscclppCollComm_t comm, cudaStream_t s) {
   CUDA(cudaStreamSynchronize(s));
   g.finish();
 }
-
-struct Comm {
-  mscclppBootstrap_t bootstrap = nullptr;
-  mscclppContext_t context = nullptr;
-  mscclppCommunicator_t communicator = nullptr;
-  mscclppCollComm_t coll = nullptr;
-  Comm() {
-    mscclppUniqueId id;
-    if (g_rank == 0) MSCCLPP(mscclppBootstrapCreateUniqueId(&id));
-    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-    MSCCLPP(mscclppBootstrapCreateFromId(&bootstrap, g_rank, g_nranks, id));
-    MSCCLPP(mscclppContextCreate(&context));
-    MSCCLPP(mscclppCommunicatorCreate(bootstrap, context, &communicator));
-    MSCCLPP(mscclppCollCommCreate(communicator, -1, &coll));
-  }
-  ~Comm() {
-    MSCCLPP(mscclppCollCommDestroy(coll));
-    MSCCLPP(mscclppCommunicatorDestroy(communicator));
-    MSCCLPP(mscclppContextDestroy(context));
-    MSCCLPP(mscclppBootstrapDestroy(bootstrap));
-  }
-};
 
 }  // namespace
 
