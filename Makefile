@@ -269,7 +269,7 @@ mpi-gotest: ## the Go bootstrap test with the unique id shared through MPI (gomp
 # GPU tests. The GPU host has no Go: `make gpu-bundle` here builds the library and the Go test
 # binaries into build/; carry build/ there and run `make gpu-test`, which needs only CUDA and MPI.
 
-GPU_GO_TESTS := core/cuda core core/proxy channels collectives
+GPU_GO_TESTS := core/cuda core core/legacy core/proxy channels collectives
 
 TOOLS := $(wildcard cmd/*)
 

@@ -11,8 +11,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/bootstrap"
+	"github.com/mscclpp-go/mscclpp/core/legacy"
 	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
@@ -20,16 +20,16 @@ import (
 // struct mscclppComm has capiHandle's layout). legacyMu guards the per-communicator side tables
 // (device-connection arrays, registrations) and is always taken before the table's own lock.
 var (
-	comms    = newHandleTable[*core.Comm]("communicator")
+	comms    = newHandleTable[*legacy.Comm]("communicator")
 	legacyMu sync.Mutex
 )
 
-func registerComm(c *core.Comm) C.mscclppComm_t { return C.mscclppComm_t(comms.register(c)) }
+func registerComm(c *legacy.Comm) C.mscclppComm_t { return C.mscclppComm_t(comms.register(c)) }
 
-func lookupComm(h C.mscclppComm_t) (*core.Comm, error) { return comms.lookup(unsafe.Pointer(h)) }
+func lookupComm(h C.mscclppComm_t) (*legacy.Comm, error) { return comms.lookup(unsafe.Pointer(h)) }
 
 // unregisterComm releases the handle and drops its side tables.
-func unregisterComm(h C.mscclppComm_t) (*core.Comm, error) {
+func unregisterComm(h C.mscclppComm_t) (*legacy.Comm, error) {
 	legacyMu.Lock()
 	defer legacyMu.Unlock()
 	c, err := comms.release(unsafe.Pointer(h))
@@ -82,7 +82,7 @@ func mscclppCommInitRank(comm *C.mscclppComm_t, nranks C.int, ipPortPair *C.char
 		if err := checkRanks(nranks, rank); err != nil {
 			return err
 		}
-		c, err := core.InitRank(context.Background(), int(nranks), C.GoString(ipPortPair), int(rank))
+		c, err := legacy.InitRank(context.Background(), int(nranks), C.GoString(ipPortPair), int(rank))
 		if err != nil {
 			return err
 		}
@@ -103,7 +103,7 @@ func mscclppCommInitRankFromId(comm *C.mscclppComm_t, nranks C.int, id C.mscclpp
 		}
 		var goID bootstrap.UniqueID
 		C.memcpy(unsafe.Pointer(&goID[0]), unsafe.Pointer(&id.internal[0]), C.size_t(len(goID)))
-		c, err := core.InitRankFromID(context.Background(), int(nranks), goID, int(rank))
+		c, err := legacy.InitRankFromID(context.Background(), int(nranks), goID, int(rank))
 		if err != nil {
 			return err
 		}
@@ -114,7 +114,7 @@ func mscclppCommInitRankFromId(comm *C.mscclppComm_t, nranks C.int, id C.mscclpp
 
 //export mscclppBootstrapAllGather
 func mscclppBootstrapAllGather(comm C.mscclppComm_t, data unsafe.Pointer, size C.int) C.mscclppResult_t {
-	return callComm("mscclppBootstrapAllGather", comm, func(c *core.Comm) error {
+	return callComm("mscclppBootstrapAllGather", comm, func(c *legacy.Comm) error {
 		if size < 0 {
 			return invalidArg("size is %d, want >= 0", size)
 		}
@@ -132,7 +132,7 @@ func mscclppBootstrapAllGather(comm C.mscclppComm_t, data unsafe.Pointer, size C
 
 //export mscclppBootstrapBarrier
 func mscclppBootstrapBarrier(comm C.mscclppComm_t) C.mscclppResult_t {
-	return callComm("mscclppBootstrapBarrier", comm, func(c *core.Comm) error {
+	return callComm("mscclppBootstrapBarrier", comm, func(c *legacy.Comm) error {
 		return c.Bootstrap().Barrier(context.Background())
 	})
 }
@@ -150,7 +150,7 @@ func mscclppCommDestroy(comm C.mscclppComm_t) C.mscclppResult_t {
 
 //export mscclppCommRank
 func mscclppCommRank(comm C.mscclppComm_t, rank *C.int) C.mscclppResult_t {
-	return callComm("mscclppCommRank", comm, func(c *core.Comm) error {
+	return callComm("mscclppCommRank", comm, func(c *legacy.Comm) error {
 		if rank == nil {
 			return invalidArg("rank is NULL")
 		}
@@ -161,7 +161,7 @@ func mscclppCommRank(comm C.mscclppComm_t, rank *C.int) C.mscclppResult_t {
 
 //export mscclppCommSize
 func mscclppCommSize(comm C.mscclppComm_t, size *C.int) C.mscclppResult_t {
-	return callComm("mscclppCommSize", comm, func(c *core.Comm) error {
+	return callComm("mscclppCommSize", comm, func(c *legacy.Comm) error {
 		if size == nil {
 			return invalidArg("size is NULL")
 		}

@@ -11,10 +11,11 @@ import (
 
 	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/legacy"
 )
 
 // devConnBytes is sizeof(mscclppDevConn), through its Go mirror.
-const devConnBytes = unsafe.Sizeof(core.DevConn{})
+const devConnBytes = unsafe.Sizeof(legacy.DevConn{})
 
 // devConnArrays holds, per communicator, the C arrays of device connections handed out. Each
 // stays valid until the communicator is destroyed; a newer one is made only when a later
@@ -30,7 +31,7 @@ type devConnArray struct {
 
 // deviceConnections returns the communicator's current C array of device connections. legacyMu
 // is held by the caller.
-func deviceConnections(h C.mscclppComm_t, c *core.Comm) (devConnArray, error) {
+func deviceConnections(h C.mscclppComm_t, c *legacy.Comm) (devConnArray, error) {
 	conns, err := c.DevConns()
 	if err != nil {
 		return devConnArray{}, err
@@ -45,7 +46,7 @@ func deviceConnections(h C.mscclppComm_t, c *core.Comm) (devConnArray, error) {
 		if a.ptr == nil {
 			panic("calloc of the device connection array failed")
 		}
-		copy(unsafe.Slice((*core.DevConn)(a.ptr), len(conns)), conns)
+		copy(unsafe.Slice((*legacy.DevConn)(a.ptr), len(conns)), conns)
 	}
 	devConnArrays.byHandle[h] = append(arrays, a)
 	return a, nil
@@ -62,7 +63,7 @@ func freeDeviceConnections(h C.mscclppComm_t) {
 //export mscclppConnect
 func mscclppConnect(comm C.mscclppComm_t, remoteRank C.int, tag C.int, localBuff unsafe.Pointer,
 	buffSize C.uint64_t, transportType C.mscclppTransport_t, ibDev *C.char) C.mscclppResult_t {
-	return callComm("mscclppConnect", comm, func(c *core.Comm) error {
+	return callComm("mscclppConnect", comm, func(c *legacy.Comm) error {
 		if localBuff == nil {
 			return invalidArg("localBuff is NULL")
 		}
@@ -79,7 +80,7 @@ func mscclppConnect(comm C.mscclppComm_t, remoteRank C.int, tag C.int, localBuff
 
 //export mscclppConnectionSetup
 func mscclppConnectionSetup(comm C.mscclppComm_t) C.mscclppResult_t {
-	return callComm("mscclppConnectionSetup", comm, func(c *core.Comm) error {
+	return callComm("mscclppConnectionSetup", comm, func(c *legacy.Comm) error {
 		return c.ConnectionSetup(context.Background())
 	})
 }
@@ -133,14 +134,14 @@ func mscclppGetDeviceConnection(comm C.mscclppComm_t, remoteRank C.int, tag C.in
 
 //export mscclppProxyLaunch
 func mscclppProxyLaunch(comm C.mscclppComm_t) C.mscclppResult_t {
-	return callComm("mscclppProxyLaunch", comm, func(c *core.Comm) error {
+	return callComm("mscclppProxyLaunch", comm, func(c *legacy.Comm) error {
 		return c.ProxyLaunch()
 	})
 }
 
 //export mscclppProxyStop
 func mscclppProxyStop(comm C.mscclppComm_t) C.mscclppResult_t {
-	return callComm("mscclppProxyStop", comm, func(c *core.Comm) error {
+	return callComm("mscclppProxyStop", comm, func(c *legacy.Comm) error {
 		return c.ProxyStop()
 	})
 }

@@ -11,8 +11,8 @@ import (
 	"context"
 	"unsafe"
 
-	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/legacy"
 )
 
 // registrations maps the caller's mscclppRegisteredMemory structs to what they registered. An
@@ -21,7 +21,7 @@ var registrations = map[*C.mscclppRegisteredMemory]regEntry{}
 
 type regEntry struct {
 	comm C.mscclppComm_t
-	reg  *core.Registration
+	reg  *legacy.Registration
 }
 
 // forgetRegistrations drops the entries of a destroyed communicator. legacyMu is held.
@@ -35,7 +35,7 @@ func forgetRegistrations(h C.mscclppComm_t) {
 
 //export mscclppRegisterBuffer
 func mscclppRegisterBuffer(comm C.mscclppComm_t, localMemory unsafe.Pointer, size C.size_t, regMem *C.mscclppRegisteredMemory) C.mscclppResult_t {
-	return callComm("mscclppRegisterBuffer", comm, func(c *core.Comm) error {
+	return callComm("mscclppRegisterBuffer", comm, func(c *legacy.Comm) error {
 		if localMemory == nil || regMem == nil {
 			return invalidArg("local_memory or regMem is NULL")
 		}

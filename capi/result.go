@@ -11,8 +11,8 @@ import (
 	"runtime/debug"
 	"sync"
 
-	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/core/legacy"
 	"github.com/mscclpp-go/mscclpp/internal/logging"
 )
 
@@ -62,7 +62,7 @@ func call(op string, body func() error) C.mscclppResult_t {
 
 // callComm is call for exports that act on a communicator: it looks the handle up first, and logs
 // through the communicator's logger, whose lines carry its rank.
-func callComm(op string, comm C.mscclppComm_t, body func(c *core.Comm) error) C.mscclppResult_t {
+func callComm(op string, comm C.mscclppComm_t, body func(c *legacy.Comm) error) C.mscclppResult_t {
 	log := logging.Logger()
 	return run(op, func() *slog.Logger { return log }, func() error {
 		c, err := lookupComm(comm)

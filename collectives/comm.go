@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -299,16 +298,14 @@ func (c *Comm) loadModules() error {
 
 // alloc allocates n zeroed bytes, freed by release. The GPU's context is current.
 func (c *Comm) alloc(n int) (cuda.DevicePtr, error) {
-	p, err := cuda.MemAlloc(n)
-	if err != nil {
-		return 0, err
-	}
-	c.allocs = append(c.allocs, p)
 	s, err := cuda.NewStream()
 	if err != nil {
 		return 0, err
 	}
-	err = errors.Join(cuda.MemsetD8Async(p, 0, n, s), s.Synchronize())
+	p, err := cuda.MemAllocZeroed(n, s)
+	if err == nil {
+		c.allocs = append(c.allocs, p)
+	}
 	return p, errors.Join(err, s.Destroy())
 }
 
@@ -462,15 +459,7 @@ func moduleFor(name string, modNames []string) (int, bool) {
 
 // onGPU runs f with the Comm's GPU context pushed on the calling OS thread (and popped after),
 // so a C caller's thread keeps its own context.
-func (c *Comm) onGPU(f func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := c.pctx.Push(); err != nil {
-		return err
-	}
-	err := f()
-	return errors.Join(err, cuda.PopContext())
-}
+func (c *Comm) onGPU(f func() error) error { return c.pctx.Do(f) }
 
 // Close stops the port channels' proxy and releases the Comm's GPU memory, semaphores, kernels
 // and registrations. Local: the caller makes sure that no collective of this Comm is still

@@ -65,12 +65,16 @@ func (k msgKind) String() string {
 	}
 }
 
-// Bootstrap tags of the Communicator: kind k with user tag t travels on
-// communicatorTagBase + k<<userTagBits + t. The range starts above the legacy communicator's
-// (setupTagBase and registerTagBase, each counting up from its base by one per call).
+// The library's bootstrap tags start at ReservedTagBase; a program's own exchanges on a bootstrap
+// the library also uses stay below it. The legacy communicator's connection setups and buffer
+// registrations count up from LegacySetupTagBase and LegacyRegisterTagBase, one tag per call;
+// the Communicator's kind k with user tag t travels on communicatorTagBase + k<<userTagBits + t.
 const (
-	communicatorTagBase = setupTagBase + 1<<29
-	userTagBits         = 24
+	ReservedTagBase       = 1 << 30
+	LegacySetupTagBase    = ReservedTagBase
+	LegacyRegisterTagBase = ReservedTagBase + 1<<28
+	communicatorTagBase   = ReservedTagBase + 1<<29
+	userTagBits           = 24
 	// MaxUserTag is one more than the largest tag Communicator methods accept.
 	MaxUserTag = 1 << userTagBits
 )

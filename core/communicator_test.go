@@ -40,7 +40,7 @@ func TestCommunicatorTag(t *testing.T) {
 	assert.ErrorIs(t, err, errs.ErrInternal)
 
 	// Above every legacy tag in practice (2^28 setups or registrations), and within int32.
-	assert.Greater(t, communicatorTagBase, registerTagBase+1<<28-1)
+	assert.Greater(t, communicatorTagBase, LegacyRegisterTagBase+1<<28-1)
 	last, _ := communicatorTag(numKinds-1, MaxUserTag-1)
 	assert.Less(t, last, 1<<31)
 }

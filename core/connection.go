@@ -1,187 +1,130 @@
 package core
 
 import (
+	"context"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
-	"github.com/mscclpp-go/mscclpp/core/fifo"
 )
 
-// Transport mirrors mscclppTransport_t of include/mscclpp.h.
-type Transport int
+// ErrWaitCanceled: a wait (Connection.Flush, Future.Get) ended with its context before what it
+// waited for; the error also matches the context's error.
+var ErrWaitCanceled = errs.New(errs.ErrSystem, "wait canceled")
 
-// The transports of the legacy API. Only TransportP2P (CUDA IPC over NVLink or PCIe) is
-// implemented; the others are refused with ErrTransportUnavailable.
-const (
-	TransportP2P Transport = 0
-	TransportSHM Transport = 1
-	TransportIB  Transport = 2
-)
-
-func (t Transport) String() string {
-	switch t {
-	case TransportP2P:
-		return "P2P"
-	case TransportSHM:
-		return "SHM"
-	case TransportIB:
-		return "IB"
-	default:
-		return fmt.Sprintf("Transport(%d)", int(t))
-	}
+// Connection is this side of a connection between two endpoints, made by Context.Connect. The
+// host-side operations (Write, UpdateAndSync, Flush) run in order on the connection's data path,
+// which its transport made (for CUDA IPC, a stream of its own on the local GPU); they are safe for
+// concurrent use, in which case their relative order is unspecified. The context's Close releases
+// the data path.
+type Connection struct {
+	ctx    *Context
+	local  Endpoint
+	remote Endpoint
+	gpu    *contextGPU
+	link   link
 }
 
-// MaxConnections is the most connections one rank may declare: a trigger carries the
-// connection's index in BitsConnID bits.
-const MaxConnections = 1 << fifo.BitsConnID
+// Local returns the endpoint of this side.
+func (c *Connection) Local() Endpoint { return c.local }
 
-// Errors of connection setup, each in one of the classes of package errs.
-var (
-	// ErrTransportUnavailable: the transport is not implemented here (IB: no RDMA device was found; SHM).
-	ErrTransportUnavailable = errs.New(errs.ErrInvalidUsage, "transport not available")
-	// ErrNoCounterpart: a connection has no matching connection on the peer.
-	ErrNoCounterpart = errs.New(errs.ErrRemote, "connection has no counterpart on the peer")
-	// ErrNotSetUp: connections were queried or the proxy launched before mscclppConnectionSetup
-	// set up every declared connection.
-	ErrNotSetUp = errs.New(errs.ErrInvalidUsage, "connections not set up")
-)
+// Remote returns the peer's endpoint.
+func (c *Connection) Remote() Endpoint { return c.remote }
 
-// connection is one mscclppConnect call and, once set up, what it became.
-type connection struct {
-	remoteRank int
-	tag        int
-	localBuf   cuda.DevicePtr
-	size       uint64
+// Context returns the context that made the connection and owns its stream.
+func (c *Connection) Context() *Context { return c.ctx }
 
-	// Filled by ConnectionSetup.
-	setUp      bool
-	remoteBuf  cuda.DevicePtr // the peer's buffer, mapped here
-	remoteSize uint64
-	localSig   cuda.DevicePtr // this end's SignalEpochID
-	remoteSig  cuda.DevicePtr // the peer's SignalEpochID, mapped here
-	waitEpoch  cuda.DevicePtr // this end's wait counter
+func (c *Connection) String() string {
+	return fmt.Sprintf("connection %016x -> %016x (GPU %d)", c.local.id, c.remote.id, c.local.config.Device.ID)
 }
 
-type connKey struct{ remoteRank, tag int }
-
-// Connect declares a connection to remoteRank with the given tag over localBuf (size bytes of
-// device memory). It records intent only; ConnectionSetup makes it real. Rank i's (j, tag)
-// connection pairs with rank j's (i, tag).
-func (c *Comm) Connect(remoteRank, tag int, localBuf cuda.DevicePtr, size uint64, transport Transport) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.usable(); err != nil {
-		return err
+// Write queues a copy of size bytes from src at srcOffset to dst at dstOffset on the
+// connection's stream and returns; Flush waits for it. Both memories must be usable in this
+// process (registered here or unmarshaled here) and the ranges must lie within them.
+func (c *Connection) Write(dst RegisteredMemory, dstOffset uint64, src RegisteredMemory, srcOffset, size uint64) error {
+	what := fmt.Sprintf("%v: write %d bytes to offset %d of %v from offset %d of %v", c, size, dstOffset, dst, srcOffset, src)
+	if err := checkRange(dst, dstOffset, size); err != nil {
+		return fmt.Errorf("%s: destination: %w", what, err)
 	}
-	switch {
-	case remoteRank == c.Rank():
-		return fmt.Errorf("connect: remote rank %d is this rank: %w", remoteRank, errs.ErrInvalidArgument)
-	case remoteRank < 0 || remoteRank >= c.Size():
-		return fmt.Errorf("connect: remote rank %d is out of range [0, %d): %w", remoteRank, c.Size(), errs.ErrInvalidArgument)
-	case localBuf == 0:
-		return fmt.Errorf("connect to rank %d tag %d: buffer is NULL: %w", remoteRank, tag, errs.ErrInvalidArgument)
-	case size == 0:
-		return fmt.Errorf("connect to rank %d tag %d: buffer size is 0: %w", remoteRank, tag, errs.ErrInvalidArgument)
+	if err := checkRange(src, srcOffset, size); err != nil {
+		return fmt.Errorf("%s: source: %w", what, err)
 	}
-	switch transport {
-	case TransportP2P:
-	case TransportIB:
-		return fmt.Errorf("connect to rank %d tag %d over IB: no RDMA device was found (InfiniBand is not supported by this build): %w",
-			remoteRank, tag, ErrTransportUnavailable)
-	case TransportSHM:
-		return fmt.Errorf("connect to rank %d tag %d over SHM: the shared-memory transport is not implemented: %w",
-			remoteRank, tag, ErrTransportUnavailable)
-	default:
-		return fmt.Errorf("connect to rank %d tag %d: unknown transport %d: %w", remoteRank, tag, int(transport), errs.ErrInvalidArgument)
+	if size == 0 {
+		return nil
 	}
-	key := connKey{remoteRank, tag}
-	if _, dup := c.connIndex[key]; dup {
-		return fmt.Errorf("connect: a connection to rank %d with tag %d already exists: %w", remoteRank, tag, errs.ErrInvalidUsage)
+	if size > math.MaxInt {
+		return fmt.Errorf("%s: size too large: %w", what, errs.ErrInvalidArgument)
 	}
-	if len(c.conns) >= MaxConnections {
-		return fmt.Errorf("connect to rank %d tag %d: more than %d connections on one rank: %w",
-			remoteRank, tag, MaxConnections, errs.ErrInvalidUsage)
-	}
-	if c.proxyRunning() {
-		return fmt.Errorf("connect to rank %d tag %d: the proxy is running; stop it first: %w", remoteRank, tag, errs.ErrInvalidUsage)
-	}
-	c.connIndex[key] = len(c.conns)
-	c.conns = append(c.conns, &connection{remoteRank: remoteRank, tag: tag, localBuf: localBuf, size: size})
-	return nil
+	return c.onStream(what, func() error {
+		return c.link.write(dst.data+cuda.DevicePtr(dstOffset), src.data+cuda.DevicePtr(srcOffset), int(size))
+	})
 }
 
-// pendingConnections counts the connections declared since the last setup.
-func (c *Comm) pendingConnections() int {
-	n := 0
-	for _, conn := range c.conns {
-		if !conn.setUp {
-			n++
+// UpdateAndSync queues, after the work already on the connection's stream, an 8-byte store of
+// value at dst+dstOffset (8-byte aligned), so that the peer sees it after the data of earlier
+// Writes. It does not wait; Flush does.
+func (c *Connection) UpdateAndSync(dst RegisteredMemory, dstOffset uint64, value uint64) error {
+	what := fmt.Sprintf("%v: store %d at offset %d of %v", c, value, dstOffset, dst)
+	if err := checkRange(dst, dstOffset, 8); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if (uint64(dst.data)+dstOffset)%8 != 0 {
+		return fmt.Errorf("%s: address %#x is not 8-byte aligned: %w", what, uint64(dst.data)+dstOffset, errs.ErrInvalidArgument)
+	}
+	return c.onStream(what, func() error {
+		return c.link.writeValue(dst.data+cuda.DevicePtr(dstOffset), value)
+	})
+}
+
+// Flush waits until everything queued on the connection has completed, or ctx ends (an error
+// matching ErrWaitCanceled and ctx's error; the work keeps running).
+func (c *Connection) Flush(ctx context.Context) error {
+	what := fmt.Sprintf("%v: flush", c)
+	delay := 10 * time.Microsecond
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for {
+		var done bool
+		err := c.onStream(what, func() error {
+			var err error
+			done, err = c.link.flushed()
+			return err
+		})
+		if err != nil || done {
+			return err
 		}
+		timer.Reset(delay)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w: %w", what, ErrWaitCanceled, ctx.Err())
+		case <-timer.C:
+		}
+		delay = min(2*delay, time.Millisecond)
 	}
-	return n
 }
 
-// requireSetUp refuses queries while some declared connection is not set up.
-func (c *Comm) requireSetUp(op string) error {
-	if n := c.pendingConnections(); n > 0 {
-		return fmt.Errorf("%s: %d connection(s) declared since the last mscclppConnectionSetup: %w", op, n, ErrNotSetUp)
+// onStream runs f with the connection's GPU context current, unless the context is closed.
+func (c *Connection) onStream(what string, f func() error) error {
+	c.ctx.life.RLock()
+	defer c.ctx.life.RUnlock()
+	if c.ctx.closed {
+		return fmt.Errorf("%s: %w", what, ErrContextClosed)
+	}
+	if err := c.gpu.do(f); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
 
-// DevConns returns the device connections, one per Connect call, in call order.
-func (c *Comm) DevConns() ([]DevConn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.usable(); err != nil {
-		return nil, err
+// checkRange refuses [off, off+size) outside m, and memory not usable in this process.
+func checkRange(m RegisteredMemory, off, size uint64) error {
+	if m.data == 0 {
+		return fmt.Errorf("memory is not registered or mapped in this process: %w", errs.ErrInvalidArgument)
 	}
-	if err := c.requireSetUp("get device connections"); err != nil {
-		return nil, err
+	if off > m.size || size > m.size-off {
+		return fmt.Errorf("%d bytes at offset %d do not fit %d bytes: %w", size, off, m.size, errs.ErrInvalidArgument)
 	}
-	out := make([]DevConn, len(c.conns))
-	for i := range c.conns {
-		out[i] = c.devConn(i)
-	}
-	return out, nil
-}
-
-// DevConnIndex returns the position of the (remoteRank, tag) connection in DevConns.
-func (c *Comm) DevConnIndex(remoteRank, tag int) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.usable(); err != nil {
-		return 0, err
-	}
-	if err := c.requireSetUp("get device connection"); err != nil {
-		return 0, err
-	}
-	i, ok := c.connIndex[connKey{remoteRank, tag}]
-	if !ok {
-		return 0, fmt.Errorf("no connection to rank %d with tag %d: %w", remoteRank, tag, errs.ErrInvalidArgument)
-	}
-	return i, nil
-}
-
-// devConn builds the device view of connection i. c.mu is held and the connection is set up.
-func (c *Comm) devConn(i int) DevConn {
-	conn := c.conns[i]
-	return DevConn{
-		BaseConn: BaseConn{
-			RemoteRank:          int32(conn.remoteRank),
-			Tag:                 int32(conn.tag),
-			LocalBuff:           uintptr(conn.localBuf),
-			LocalSignalEpochID:  uintptr(conn.localSig),
-			RemoteSignalEpochID: uintptr(conn.remoteSig),
-			WaitEpochID:         uintptr(conn.waitEpoch),
-			RemoteBuff:          uintptr(conn.remoteBuf),
-		},
-		Fifo: fifo.ConcurrentFifo{
-			TriggerFifo:     uintptr(c.gpu.fifo.Ring()),
-			TriggerFifoTail: uintptr(c.gpu.fifo.TailReplica()),
-			TriggerFifoHead: uintptr(c.gpu.fifo.Head()),
-			ConnID:          int32(i),
-		},
-	}
+	return nil
 }

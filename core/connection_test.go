@@ -1,90 +1,65 @@
 package core
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
 )
 
-func TestConnListRoundTrip(t *testing.T) {
-	var h1, h2 cuda.IpcMemHandle
-	for i := range h1 {
-		h1[i], h2[i] = byte(i), byte(255-i)
-	}
-	tests := [][]connInfo{
-		nil,
-		{{tag: 0, size: 1, buf: h1, bufOffset: 0, sig: h2, sigOffset: 16}},
-		{{tag: -5, size: 1 << 40, buf: h2, bufOffset: 12345, sig: h1, sigOffset: 0}, {tag: 7, size: 3, buf: h1, sig: h1}},
-	}
-	for _, infos := range tests {
-		got, err := decodeConnList(encodeConnList(infos))
-		require.NoError(t, err)
-		assert.Equal(t, len(infos), len(got))
-		for i := range infos {
-			assert.Equal(t, infos[i], got[i])
-		}
-	}
+// testConnection is a connection whose GPU state is empty: every driver call it makes fails.
+func testConnection(t *testing.T) *Connection {
+	ctx := NewContext()
+	t.Cleanup(func() { ctx.Close() })
+	ep := testEndpoint(thisProcess(), TransportP2P, gpu0, 1)
+	return &Connection{ctx: ctx, local: ep, remote: ep, gpu: &contextGPU{}}
 }
 
-func TestDecodeConnListRefuses(t *testing.T) {
-	valid := encodeConnList([]connInfo{{tag: 1, size: 8}})
-	corrupt := func(edit func([]byte) []byte) []byte { return edit(append([]byte(nil), valid...)) }
-	tests := map[string][]byte{
-		"empty":         nil,
-		"short header":  valid[:8],
-		"wrong magic":   corrupt(func(b []byte) []byte { b[0] ^= 0xff; return b }),
-		"wrong version": corrupt(func(b []byte) []byte { b[4] = 99; return b }),
-		"count too big": corrupt(func(b []byte) []byte { b[8] = 2; return b }),
-		"truncated":     valid[:len(valid)-1],
-		"trailing byte": append(append([]byte(nil), valid...), 0),
-	}
-	for name, msg := range tests {
-		t.Run(name, func(t *testing.T) {
-			_, err := decodeConnList(msg)
-			assert.ErrorIs(t, err, ErrBadConnList)
-			assert.ErrorIs(t, err, errs.ErrRemote)
-		})
-	}
-}
-
-func FuzzDecodeConnList(f *testing.F) {
-	f.Add(encodeConnList(nil))
-	f.Add(encodeConnList([]connInfo{{tag: 3, size: 99, bufOffset: 5}}))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		infos, err := decodeConnList(b)
-		if err == nil {
-			assert.Equal(t, b, encodeConnList(infos))
-		}
-	})
-}
-
-func TestMatchConnections(t *testing.T) {
-	theirs := []connInfo{{tag: 2, size: 20}, {tag: 1, size: 10}}
-	got, err := matchConnections(0, 1, []int{1, 2}, theirs)
-	require.NoError(t, err)
-	assert.Equal(t, []uint64{10, 20}, []uint64{got[0].size, got[1].size}, "matched by tag, in our order")
-
+func TestWriteRangeChecks(t *testing.T) {
+	conn := testConnection(t)
+	dst := testMemory(thisProcess(), 0x10000, 64)
+	src := testMemory(thisProcess(), 0x20000, 32)
 	tests := []struct {
-		name   string
-		tags   []int
-		theirs []connInfo
-		want   string
+		name                 string
+		dstOff, srcOff, size uint64
+		dst                  RegisteredMemory
+		words                string
 	}{
-		{"ours missing on peer", []int{1, 3}, theirs[1:], "rank 0 declared a connection (remote rank 1, tag 3) but rank 1 declared none to rank 0 with tag 3"},
-		{"theirs missing here", []int{1}, theirs, "rank 1 declared a connection (remote rank 0, tag 2) but rank 0 declared none to rank 1 with tag 2"},
-		{"peer lists a tag twice", []int{1}, []connInfo{{tag: 1}, {tag: 1}}, "rank 1 listed tag 1 twice"},
+		{"past the destination", 60, 0, 8, dst, "destination: 8 bytes at offset 60 do not fit 64 bytes"},
+		{"past the source", 0, 30, 4, dst, "source: 4 bytes at offset 30 do not fit 32 bytes"},
+		{"offset past the end", 65, 0, 0, dst, "destination"},
+		{"overflowing size", 1, 0, ^uint64(0), dst, "destination"},
+		{"unmapped destination", 0, 0, 8, RegisteredMemory{size: 64}, "not registered or mapped"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := matchConnections(0, 1, tc.tags, tc.theirs)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
-			assert.True(t, errors.Is(err, errs.ErrRemote))
+			err := conn.Write(tc.dst, tc.dstOff, src, tc.srcOff, tc.size)
+			assert.ErrorIs(t, err, errs.ErrInvalidArgument)
+			assert.ErrorContains(t, err, tc.words)
 		})
 	}
+	assert.NoError(t, conn.Write(dst, 64, src, 32, 0), "an empty write at the end is nothing to do")
+}
+
+func TestUpdateAndSyncChecks(t *testing.T) {
+	conn := testConnection(t)
+	dst := testMemory(thisProcess(), 0x10000, 64)
+	assert.ErrorIs(t, conn.UpdateAndSync(dst, 60, 1), errs.ErrInvalidArgument, "past the end")
+	err := conn.UpdateAndSync(dst, 4, 1)
+	assert.ErrorIs(t, err, errs.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "not 8-byte aligned")
+}
+
+func TestConnectionWithoutGPU(t *testing.T) {
+	requireNoGPU(t)
+	conn := testConnection(t)
+	m := testMemory(thisProcess(), 0x10000, 64)
+	assertNoGPUError(t, conn.Write(m, 0, m, 32, 32))
+	assertNoGPUError(t, conn.UpdateAndSync(m, 8, 1))
+	assertNoGPUError(t, conn.Flush(t.Context()))
+	_, err := NewSemaphoreStub(conn)
+	assertNoGPUError(t, err)
+	require.NotEmpty(t, conn.String())
 }

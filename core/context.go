@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
@@ -56,8 +55,9 @@ type allocation struct {
 
 // mapping is a peer allocation mapped into one GPU's context.
 type mapping struct {
-	addr cuda.DevicePtr
-	refs int // RegisteredMemory values mapped from it and not released with UnmapMemory
+	addr      cuda.DevicePtr
+	transport transport // the one that mapped it
+	refs      int       // RegisteredMemory values mapped from it and not released with UnmapMemory
 }
 
 type openKey struct {
@@ -87,7 +87,7 @@ func (c *Context) CreateEndpoint(cfg EndpointConfig) (Endpoint, error) {
 	if err := checkEndpointConfig(cfg); err != nil {
 		return Endpoint{}, fmt.Errorf("create endpoint for %v: %w", cfg.Device, err)
 	}
-	if err := transportAvailable(cfg.Transport, "create endpoint for "+cfg.Device.String()); err != nil {
+	if err := CheckTransport(cfg.Transport, "create endpoint for "+cfg.Device.String()); err != nil {
 		return Endpoint{}, err
 	}
 	if cfg.Device.Type == DeviceGPU {
@@ -127,14 +127,18 @@ func (c *Context) Connect(local, remote Endpoint) (*Connection, error) {
 			return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
 		}
 	}
+	tr, err := transportFor(local.config.Transport, "connect")
+	if err != nil {
+		return nil, err
+	}
 	conn := &Connection{ctx: c, local: local, remote: remote, gpu: g}
 	err = g.do(func() error {
 		var err error
-		conn.stream, err = cuda.NewStream()
+		conn.link, err = tr.connect(local, remote)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("connect %v to %v: stream: %w", local, remote, err)
+		return nil, fmt.Errorf("connect %v to %v: data path: %w", local, remote, err)
 	}
 	c.conns = append(c.conns, conn)
 	return conn, nil
@@ -149,7 +153,7 @@ func checkConnect(local, remote Endpoint, here origin) error {
 	case local.config.Transport != remote.config.Transport:
 		return fmt.Errorf("%s: transports differ (%v and %v): %w", what, local.config.Transport, remote.config.Transport, errs.ErrInvalidArgument)
 	}
-	if err := transportAvailable(local.config.Transport, what); err != nil {
+	if err := CheckTransport(local.config.Transport, what); err != nil {
 		return err
 	}
 	switch {
@@ -174,7 +178,7 @@ func (c *Context) RegisterMemory(ptr cuda.DevicePtr, size uint64, transports Tra
 	if ptr == 0 || size == 0 {
 		return RegisteredMemory{}, fmt.Errorf("%s: NULL pointer or size 0: %w", what, errs.ErrInvalidArgument)
 	}
-	if err := transportAvailable(transports, what); err != nil {
+	if err := CheckTransport(transports, what); err != nil {
 		return RegisteredMemory{}, err
 	}
 	typ, err := cuda.PointerMemoryType(ptr)
@@ -191,12 +195,19 @@ func (c *Context) RegisterMemory(ptr cuda.DevicePtr, size uint64, transports Tra
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.register(ptr, size, ordinal)
+	return c.register(ptr, size, ordinal, transports)
 }
 
-// register exports the allocation holding [ptr, ptr+size) on GPU ordinal. c.mu is held.
-func (c *Context) register(ptr cuda.DevicePtr, size uint64, ordinal int) (RegisteredMemory, error) {
+// register exports the allocation holding [ptr, ptr+size) on GPU ordinal through transport t. The
+// registry keys an export by the allocation's base and the driver's buffer id, so memory freed
+// and allocated again at the same address gets a handle of its own, never the old one. c.mu is
+// held.
+func (c *Context) register(ptr cuda.DevicePtr, size uint64, ordinal int, t Transport) (RegisteredMemory, error) {
 	what := fmt.Sprintf("register %d bytes at %#x", size, uint64(ptr))
+	tr, err := transportFor(t, what)
+	if err != nil {
+		return RegisteredMemory{}, err
+	}
 	g, err := c.gpu(ordinal)
 	if err != nil {
 		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
@@ -219,7 +230,7 @@ func (c *Context) register(ptr cuda.DevicePtr, size uint64, ordinal int) (Regist
 		key := allocation{base, id}
 		h, ok := c.exported[key]
 		if !ok {
-			if h, err = cuda.IpcGetMemHandle(base); err != nil {
+			if h, err = tr.export(base); err != nil {
 				return err
 			}
 			c.exported[key] = h
@@ -233,7 +244,7 @@ func (c *Context) register(ptr cuda.DevicePtr, size uint64, ordinal int) (Regist
 	return RegisteredMemory{
 		data:      ptr,
 		size:      size,
-		transport: TransportP2P,
+		transport: t,
 		origin:    thisProcess(),
 		device:    ordinal,
 		addr:      ptr,
@@ -269,12 +280,12 @@ func (c *Context) Close() error {
 			var errList []error
 			for _, conn := range c.conns {
 				if conn.gpu == g {
-					errList = append(errList, conn.stream.Destroy())
+					errList = append(errList, conn.link.close())
 				}
 			}
 			for k, m := range c.opened {
 				if k.device == dev {
-					errList = append(errList, cuda.IpcCloseMemHandle(m.addr))
+					errList = append(errList, m.transport.unmap(m.addr))
 				}
 			}
 			for _, p := range g.allocs {
@@ -329,18 +340,7 @@ func (c *Context) gpu(ordinal int) (*contextGPU, error) {
 
 // do runs f with g's primary context current on the calling thread, then restores the thread's
 // previous context.
-func (g *contextGPU) do(f func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := g.pctx.Push(); err != nil {
-		return err
-	}
-	err := f()
-	if perr := cuda.PopContext(); err == nil {
-		err = perr
-	}
-	return err
-}
+func (g *contextGPU) do(f func() error) error { return g.pctx.Do(f) }
 
 // enablePeerAccess lets GPU from access GPU to's memory; from == to needs nothing. c.mu is held.
 func (c *Context) enablePeerAccess(from, to int) error {
@@ -369,13 +369,18 @@ func (c *Context) enablePeerAccess(from, to int) error {
 	return nil
 }
 
-// openIPC maps the peer allocation h into GPU dev's context, once per (allocation, GPU), and
-// returns its address; every call takes a reference that UnmapMemory drops. c.mu is held.
-func (c *Context) openIPC(h cuda.IpcMemHandle, dev int) (cuda.DevicePtr, error) {
+// open maps the peer allocation h into GPU dev's context through transport t, once per
+// (allocation, GPU), and returns its address; every call takes a reference that UnmapMemory
+// drops. c.mu is held.
+func (c *Context) open(t Transport, h cuda.IpcMemHandle, dev int) (cuda.DevicePtr, error) {
 	key := openKey{h, dev}
 	if m, ok := c.opened[key]; ok {
 		m.refs++
 		return m.addr, nil
+	}
+	tr, err := transportFor(t, "map")
+	if err != nil {
+		return 0, err
 	}
 	g, err := c.gpu(dev)
 	if err != nil {
@@ -384,12 +389,12 @@ func (c *Context) openIPC(h cuda.IpcMemHandle, dev int) (cuda.DevicePtr, error) 
 	var p cuda.DevicePtr
 	if err := g.do(func() error {
 		var err error
-		p, err = cuda.IpcOpenMemHandle(h)
+		p, err = tr.open(h)
 		return err
 	}); err != nil {
 		return 0, fmt.Errorf("map on GPU %d: %w", dev, err)
 	}
-	c.opened[key] = &mapping{addr: p, refs: 1}
+	c.opened[key] = &mapping{addr: p, transport: tr, refs: 1}
 	return p, nil
 }
 
@@ -421,10 +426,39 @@ func (c *Context) UnmapMemory(m RegisteredMemory) error {
 	if err != nil {
 		return fmt.Errorf("unmap %v: %w", m, err)
 	}
-	if err := g.do(func() error { return cuda.IpcCloseMemHandle(mp.addr) }); err != nil {
+	if err := g.do(func() error { return mp.transport.unmap(mp.addr) }); err != nil {
 		return fmt.Errorf("unmap %v: %w", m, err)
 	}
 	return nil
+}
+
+// Alloc returns n bytes of zeroed device memory on GPU ordinal (aligned as cuMemAlloc aligns,
+// 256 bytes at least), owned by the context: Close frees it. It is for the library's own
+// objects (signal words, counters) that peers reach through RegisterMemory.
+func (c *Context) Alloc(ordinal, n int) (cuda.DevicePtr, error) {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	what := fmt.Sprintf("allocate %d bytes on GPU %d", n, ordinal)
+	if c.closed {
+		return 0, fmt.Errorf("%s: %w", what, ErrContextClosed)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.gpu(ordinal)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	var p cuda.DevicePtr
+	err = g.do(func() error {
+		var err error
+		p, err = cuda.MemAllocZeroed(n, g.stream)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	g.allocs = append(g.allocs, p)
+	return p, nil
 }
 
 // token returns 8 zeroed bytes of device memory on GPU ordinal, owned by the context. c.mu is held.
@@ -440,10 +474,7 @@ func (c *Context) token(ordinal int) (cuda.DevicePtr, error) {
 		if p, reused, err = g.tokens.get(); err != nil || !reused {
 			return err
 		}
-		if err := cuda.MemsetD8Async(p, 0, tokenBytes, g.stream); err != nil {
-			return err
-		}
-		return g.stream.Synchronize()
+		return cuda.MemZero(p, tokenBytes, g.stream)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("semaphore token on GPU %d: %w", ordinal, err)
@@ -453,15 +484,12 @@ func (c *Context) token(ordinal int) (cuda.DevicePtr, error) {
 
 // allocChunk allocates one zeroed chunk of tokens. g's context is current.
 func (g *contextGPU) allocChunk() (cuda.DevicePtr, error) {
-	p, err := cuda.MemAlloc(tokenChunkBytes)
+	p, err := cuda.MemAllocZeroed(tokenChunkBytes, g.stream)
 	if err != nil {
 		return 0, err
 	}
 	g.allocs = append(g.allocs, p)
-	if err := cuda.MemsetD8Async(p, 0, tokenChunkBytes, g.stream); err != nil {
-		return 0, err
-	}
-	return p, g.stream.Synchronize()
+	return p, nil
 }
 
 // Semaphore counters are 8-byte words carved from chunks of device memory, so that a peer maps

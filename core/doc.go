@@ -1,7 +1,16 @@
-// Package core holds the communicators, connections and memory of the library and the proxy FIFO
-// they share: the legacy Comm of include/mscclpp.h (Connect, ConnectionSetup, device connections
-// mirrored by DevConn, ProxyLaunch) and the host objects of the channel API below. ProxyFifo is
-// a trigger ring on one GPU with the copy engine and proxy (core/proxy) that serve it.
+// Package core holds the host objects every layer above builds on: the Context with the library's
+// one registry of GPU memory (what it exported to peers and what it mapped of theirs), endpoints,
+// connections, registered memory, semaphores, the Communicator that exchanges them over a
+// bootstrap, and ProxyFifo, the trigger ring on one GPU with the copy engine and proxy
+// (core/proxy) that serve it. The legacy communicator of include/mscclpp.h (package core/legacy)
+// and channels.ProxyService are both built on these.
+//
+// # Transports
+//
+// A transport is one way bytes travel between endpoints, behind one interface (transport.go):
+// make local memory reachable (export), reach a peer's (open, unmap), and a connection's data
+// path (write, write of a signal value, flush, close). CUDA IPC (transport_cudaipc.go) is the
+// implementation today; Transport values without one are refused with ErrTransportUnavailable.
 //
 // # Host objects of the channel API
 //

@@ -187,20 +187,6 @@ func checkEndpointConfig(cfg EndpointConfig) error {
 	return nil
 }
 
-// transportAvailable refuses the transports this build does not implement, naming what asked.
-func transportAvailable(t Transport, what string) error {
-	switch t {
-	case TransportP2P:
-		return nil
-	case TransportIB:
-		return fmt.Errorf("%s over IB: no RDMA device was found (InfiniBand is not supported by this build): %w", what, ErrTransportUnavailable)
-	case TransportSHM:
-		return fmt.Errorf("%s over SHM: the shared-memory transport is not implemented: %w", what, ErrTransportUnavailable)
-	default:
-		return fmt.Errorf("%s: unknown transport %d: %w", what, int(t), errs.ErrInvalidArgument)
-	}
-}
-
 // thisProcess is the origin of everything this process creates. The process number is random,
 // drawn once; the host hash is read once.
 var thisProcess = sync.OnceValue(func() origin {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"unsafe"
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
@@ -74,10 +73,7 @@ func NewProxyFifo(dev cuda.Device, size int, log *slog.Logger) (f *ProxyFifo, er
 		if f.engine, err = newCopyEngine(f.counters+8, log); err != nil {
 			return err
 		}
-		if err := cuda.MemsetD8Async(f.counters, 0, fifoCounterBytes, f.engine.data); err != nil {
-			return err
-		}
-		return f.engine.data.Synchronize()
+		return cuda.MemZero(f.counters, fifoCounterBytes, f.engine.data)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("proxy FIFO on GPU %d: %w", dev, err)
@@ -90,15 +86,7 @@ var ErrBadFifoSize = errs.New(errs.ErrInvalidArgument, "bad FIFO size")
 
 // onGPU runs fn on a locked thread with the FIFO's context pushed, then pops it, so the calling
 // thread keeps whatever context it had.
-func (f *ProxyFifo) onGPU(fn func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := f.ctx.Push(); err != nil {
-		return err
-	}
-	err := fn()
-	return errors.Join(err, cuda.PopContext())
-}
+func (f *ProxyFifo) onGPU(fn func() error) error { return f.ctx.Do(fn) }
 
 // Device is the GPU the FIFO lives on.
 func (f *ProxyFifo) Device() cuda.Device { return f.device }

@@ -57,6 +57,9 @@ const (
 	memoryBytes   = 6*4 + 5*8 + cuda.IpcMemHandleSize
 )
 
+// RegisteredMemoryBytes is the length of RegisteredMemory.MarshalBinary's encoding.
+const RegisteredMemoryBytes = memoryBytes
+
 // MarshalBinary encodes the memory for UnmarshalRegisteredMemory in a peer. Memory that was
 // itself unmarshaled encodes its owner's registration, so it can be passed on.
 func (m RegisteredMemory) MarshalBinary() ([]byte, error) {
@@ -140,7 +143,7 @@ func UnmarshalRegisteredMemory(ctx *Context, b []byte) (RegisteredMemory, error)
 		return RegisteredMemory{}, err
 	}
 	what := "map registered memory (" + m.String() + ")"
-	if err := transportAvailable(m.transport, what); err != nil {
+	if err := CheckTransport(m.transport, what); err != nil {
 		return RegisteredMemory{}, err
 	}
 	here := thisProcess()
@@ -171,7 +174,7 @@ func UnmarshalRegisteredMemory(ctx *Context, b []byte) (RegisteredMemory, error)
 
 // mapIPC maps m, memory of another process, on GPU dev and sets its address. ctx.mu is held.
 func (c *Context) mapIPC(m *RegisteredMemory, dev int) error {
-	base, err := c.openIPC(m.handle, dev)
+	base, err := c.open(m.transport, m.handle, dev)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func NewSemaphoreStub(conn *Connection) (SemaphoreStub, error) {
 	if err != nil {
 		return SemaphoreStub{}, fmt.Errorf("%s: %w", what, err)
 	}
-	m, err := c.register(p, tokenBytes, dev)
+	m, err := c.register(p, tokenBytes, dev, conn.local.config.Transport)
 	if err != nil {
 		return SemaphoreStub{}, fmt.Errorf("%s: %w", what, err)
 	}
@@ -109,7 +109,7 @@ func UnmarshalSemaphoreStub(ctx *Context, b []byte) (SemaphoreStub, error) {
 	if err != nil {
 		return SemaphoreStub{}, err
 	}
-	if err := transportAvailable(s.token.transport, "unmarshal semaphore stub"); err != nil {
+	if err := CheckTransport(s.token.transport, "unmarshal semaphore stub"); err != nil {
 		return SemaphoreStub{}, err
 	}
 	if here := thisProcess(); !s.token.origin.sameHost(here) {

@@ -1,7 +1,9 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 	"unsafe"
 )
 
@@ -85,6 +87,37 @@ func PopContext() error {
 		return err
 	}
 	return cuCtxPopCurrent()
+}
+
+// Do runs f on the calling goroutine's OS thread, locked for the call, with c pushed as the
+// thread's current context, then pops it: the thread ends with the context it had before (a C
+// caller's cudaSetDevice choice included). Every driver call the library makes on a caller's
+// thread goes through Do.
+func (c Context) Do(f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := c.Push(); err != nil {
+		return err
+	}
+	err := f()
+	return errors.Join(err, PopContext())
+}
+
+// CurrentContextHandle returns the calling OS thread's current CUcontext, nil when it has none:
+// an opaque value for checking that a call left the thread's context as it found it.
+func CurrentContextHandle() (unsafe.Pointer, error) {
+	if err := initDriver(); err != nil {
+		return nil, err
+	}
+	return cuCtxGetCurrent()
+}
+
+// ClearCurrent leaves the calling OS thread with no current context (cuCtxSetCurrent(NULL)).
+func ClearCurrent() error {
+	if err := initDriver(); err != nil {
+		return err
+	}
+	return cuCtxSetCurrent(Context{})
 }
 
 // CurrentDevice returns the device of the calling OS thread's current context: the device a C

@@ -220,6 +220,12 @@ func cuCtxSetCurrent(c Context) error {
 	return check("cuCtxSetCurrent", C.mscclpp_cuCtxSetCurrent(C.CUcontext(c.h)))
 }
 
+func cuCtxGetCurrent() (unsafe.Pointer, error) {
+	var c C.CUcontext
+	err := check("cuCtxGetCurrent", C.mscclpp_cuCtxGetCurrent(&c))
+	return unsafe.Pointer(c), err
+}
+
 func cuCtxPushCurrent(c Context) error {
 	return check("cuCtxPushCurrent", C.mscclpp_cuCtxPushCurrent(C.CUcontext(c.h)))
 }

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -32,6 +33,27 @@ func MemAlloc(size int) (DevicePtr, error) {
 		return 0, err
 	}
 	return cuMemAlloc(size)
+}
+
+// MemAllocZeroed allocates size bytes of device memory and zeroes them on s, returning once they
+// are zero. The memory is freed again if zeroing fails.
+func MemAllocZeroed(size int, s Stream) (DevicePtr, error) {
+	p, err := MemAlloc(size)
+	if err != nil {
+		return 0, err
+	}
+	if err := MemZero(p, size, s); err != nil {
+		return 0, errors.Join(err, MemFree(p))
+	}
+	return p, nil
+}
+
+// MemZero sets n bytes at p to zero on s and waits until they are.
+func MemZero(p DevicePtr, n int, s Stream) error {
+	if err := MemsetD8Async(p, 0, n, s); err != nil {
+		return err
+	}
+	return s.Synchronize()
 }
 
 // MemFree frees memory MemAlloc returned.

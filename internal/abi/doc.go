@@ -3,7 +3,7 @@
 // enumerations and macros, and where each bit-field of mscclppTrigger lands; and the same for the
 // device handles of include/mscclpp/*_device.h and their trigger macros (MSCCLPP_TRIGGER_*).
 //
-// It exists so that the Go mirrors of those structs (core.DevConn, fifo.Trigger, the device
+// It exists so that the Go mirrors of those structs (legacy.DevConn, fifo.Trigger, the device
 // handles of package channels, ...) and the trigger encoders can be tested against the real
 // headers rather than against numbers copied by hand: cgo is not allowed in _test.go files, so
 // the C++ side lives in this ordinary package and the layout tests of the mirroring packages

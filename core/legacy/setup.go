@@ -1,19 +1,16 @@
-package core
+package legacy
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
+	"github.com/mscclpp-go/mscclpp/core"
 	"slices"
+	"unsafe"
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
 )
-
-// setupTagBase is the first bootstrap tag ConnectionSetup uses; setup number k uses
-// setupTagBase+k. Users of Comm.Bootstrap should stay below it.
-const setupTagBase = 1 << 30
 
 // ConnectionSetup sets up every connection declared since the last setup. It is collective
 // between connected ranks: each rank sends each peer it has new connections with the location of
@@ -46,17 +43,12 @@ func (c *Comm) ConnectionSetup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// CUDA contexts are current per OS thread.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	if c.gpu == nil {
 		g, err := newGPUState(dev, c.log)
 		if err != nil {
 			return fmt.Errorf("connection setup on rank %d: %w", c.Rank(), err)
 		}
 		c.gpu = g
-	} else if err := c.gpu.ctx.SetCurrent(); err != nil {
-		return fmt.Errorf("connection setup on rank %d: %w", c.Rank(), err)
 	}
 	if err := c.setUp(ctx, pending); err != nil {
 		return fmt.Errorf("connection setup on rank %d: %w", c.Rank(), err)
@@ -107,15 +99,22 @@ func deviceOf(p cuda.DevicePtr, want cuda.Device, what string) (cuda.Device, err
 	return cuda.Device(ordinal), nil
 }
 
-// setUp allocates the counters of the pending connections, exchanges their locations with the
-// peers and maps the peers' memory. c.mu is held and the context is current.
+// Sizes of the per-connection device objects (see include/mscclpp.h).
+const (
+	signalPairBytes = int(unsafe.Sizeof(SignalEpochID{})) // mscclppDevConnSignalEpochId
+	waitEpochBytes  = 8                                   // uint64_t waitEpochId
+	proxyFieldShift = uint64(unsafe.Offsetof(SignalEpochID{}.Proxy))
+)
+
+// setUp allocates the counters of the pending connections, registers each connection's buffer
+// and signal pair, exchanges the registrations with the peers and maps the peers'. c.mu is held.
 func (c *Comm) setUp(ctx context.Context, pending []int) error {
 	g := c.gpu
-	sigs, err := g.allocZeroed(len(pending) * signalPairBytes)
+	sigs, err := g.ctx.Alloc(int(g.device), len(pending)*signalPairBytes)
 	if err != nil {
 		return fmt.Errorf("signal counters: %w", err)
 	}
-	waits, err := g.allocZeroed(len(pending) * waitEpochBytes)
+	waits, err := g.ctx.Alloc(int(g.device), len(pending)*waitEpochBytes)
 	if err != nil {
 		return fmt.Errorf("wait counters: %w", err)
 	}
@@ -127,18 +126,14 @@ func (c *Comm) setUp(ctx context.Context, pending []int) error {
 		conn := c.conns[i]
 		conn.localSig = sigs + cuda.DevicePtr(k*signalPairBytes)
 		conn.waitEpoch = waits + cuda.DevicePtr(k*waitEpochBytes)
-		bufHandle, bufOffset, err := g.export(conn.localBuf)
-		if err != nil {
+		info := connInfo{tag: int32(conn.tag)}
+		if err := g.export(&info.buf, conn.localBuf, conn.size); err != nil {
 			return fmt.Errorf("connection to rank %d tag %d: %w", conn.remoteRank, conn.tag, err)
 		}
-		sigHandle, sigOffset, err := g.export(conn.localSig)
-		if err != nil {
-			return err
+		if err := g.export(&info.sig, conn.localSig, uint64(signalPairBytes)); err != nil {
+			return fmt.Errorf("connection to rank %d tag %d: signal pair: %w", conn.remoteRank, conn.tag, err)
 		}
-		lists[conn.remoteRank] = append(lists[conn.remoteRank], connInfo{
-			tag: int32(conn.tag), size: conn.size,
-			buf: bufHandle, bufOffset: bufOffset, sig: sigHandle, sigOffset: sigOffset,
-		})
+		lists[conn.remoteRank] = append(lists[conn.remoteRank], info)
 		order[conn.remoteRank] = append(order[conn.remoteRank], i)
 	}
 	peers := make([]int, 0, len(lists))
@@ -147,7 +142,7 @@ func (c *Comm) setUp(ctx context.Context, pending []int) error {
 	}
 	slices.Sort(peers)
 
-	tag := setupTagBase + c.setups
+	tag := core.LegacySetupTagBase + c.setups
 	for _, peer := range peers {
 		if err := c.bootstrap.Send(ctx, peer, tag, encodeConnList(lists[peer])); err != nil {
 			return fmt.Errorf("send connection list to rank %d: %w", peer, err)
@@ -185,16 +180,45 @@ func (c *Comm) setUp(ctx context.Context, pending []int) error {
 
 // attach maps the peer's side of conn here.
 func (c *Comm) attach(conn *connection, peer connInfo) error {
-	buf, err := c.gpu.open(peer.buf)
+	buf, err := c.gpu.open(peer.buf[:])
 	if err != nil {
 		return fmt.Errorf("map rank %d's buffer (tag %d): %w", conn.remoteRank, conn.tag, err)
 	}
-	sig, err := c.gpu.open(peer.sig)
+	sig, err := c.gpu.open(peer.sig[:])
 	if err != nil {
 		return fmt.Errorf("map rank %d's signal counters (tag %d): %w", conn.remoteRank, conn.tag, err)
 	}
-	conn.remoteBuf = buf + cuda.DevicePtr(peer.bufOffset)
-	conn.remoteSize = peer.size
-	conn.remoteSig = sig + cuda.DevicePtr(peer.sigOffset)
+	if sig.Size() < uint64(signalPairBytes) {
+		return fmt.Errorf("rank %d's signal pair (tag %d) has %d bytes, want %d: %w",
+			conn.remoteRank, conn.tag, sig.Size(), signalPairBytes, ErrBadConnList)
+	}
+	conn.remoteBuf = buf.Data()
+	conn.remoteSize = buf.Size()
+	conn.remoteSig = sig.Data()
 	return nil
+}
+
+// export registers size bytes at p in the communicator's context and writes the registration's
+// wire form to out.
+func (g *gpuState) export(out *[core.RegisteredMemoryBytes]byte, p cuda.DevicePtr, size uint64) error {
+	m, err := g.ctx.RegisterMemory(p, size, core.TransportP2P)
+	if err != nil {
+		return err
+	}
+	b, err := m.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	copy(out[:], b)
+	return nil
+}
+
+// open maps a peer's registered memory, given in its wire form, into the communicator's context.
+// A description that does not decode is the peer's fault.
+func (g *gpuState) open(b []byte) (core.RegisteredMemory, error) {
+	m, err := core.UnmarshalRegisteredMemory(g.ctx, b)
+	if errors.Is(err, core.ErrBadRegisteredMemory) {
+		return core.RegisteredMemory{}, fmt.Errorf("%w: %w", ErrBadConnList, err)
+	}
+	return m, err
 }

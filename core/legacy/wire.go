@@ -1,33 +1,33 @@
-package core
+package legacy
 
 import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/errs"
 )
 
-// connInfo is what one end of a connection tells the other during setup: where its buffer and
-// its signal pair live, as CUDA IPC handles plus offsets into the allocations they name.
+// connInfo is what one end of a connection tells the other during setup: its buffer and its
+// signal pair, each as a core.RegisteredMemory in its wire form (which the peer maps with
+// core.UnmarshalRegisteredMemory).
 type connInfo struct {
-	tag       int32
-	size      uint64            // bytes of the registered buffer
-	buf       cuda.IpcMemHandle // the allocation holding the buffer
-	bufOffset uint64            // the buffer's offset in that allocation
-	sig       cuda.IpcMemHandle // the allocation holding the signal pair
-	sigOffset uint64            // the pair's offset in that allocation
+	tag int32
+	buf [core.RegisteredMemoryBytes]byte
+	sig [core.RegisteredMemoryBytes]byte
 }
 
 // Wire format of one rank's connection list for one peer, little-endian:
 //
-//	magic uint32 | version uint32 | count uint32 | count × (tag int32, size, bufOffset,
-//	sigOffset uint64, buf [64]byte, sig [64]byte)
+//	magic uint32 | version uint32 | count uint32 | count × (tag int32, buf, sig)
+//
+// where buf and sig are RegisteredMemory.MarshalBinary's bytes. Version 1 carried raw CUDA IPC
+// handles and offsets instead.
 const (
 	connListMagic    = 0x4e43534d // "MSCN"
-	connListVersion  = 1
+	connListVersion  = 2
 	connListHeader   = 12
-	connInfoBytes    = 4 + 3*8 + 2*cuda.IpcMemHandleSize
+	connInfoBytes    = 4 + 2*core.RegisteredMemoryBytes
 	maxConnListBytes = connListHeader + MaxConnections*connInfoBytes
 )
 
@@ -41,9 +41,6 @@ func encodeConnList(infos []connInfo) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(infos)))
 	for _, in := range infos {
 		b = binary.LittleEndian.AppendUint32(b, uint32(in.tag))
-		b = binary.LittleEndian.AppendUint64(b, in.size)
-		b = binary.LittleEndian.AppendUint64(b, in.bufOffset)
-		b = binary.LittleEndian.AppendUint64(b, in.sigOffset)
 		b = append(b, in.buf[:]...)
 		b = append(b, in.sig[:]...)
 	}
@@ -69,11 +66,8 @@ func decodeConnList(b []byte) ([]connInfo, error) {
 	for i := range infos {
 		in := &infos[i]
 		in.tag = int32(binary.LittleEndian.Uint32(p))
-		in.size = binary.LittleEndian.Uint64(p[4:])
-		in.bufOffset = binary.LittleEndian.Uint64(p[12:])
-		in.sigOffset = binary.LittleEndian.Uint64(p[20:])
-		copy(in.buf[:], p[28:])
-		copy(in.sig[:], p[28+cuda.IpcMemHandleSize:])
+		copy(in.buf[:], p[4:])
+		copy(in.sig[:], p[4+core.RegisteredMemoryBytes:])
 		p = p[connInfoBytes:]
 	}
 	return infos, nil

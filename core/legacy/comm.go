@@ -1,4 +1,4 @@
-package core
+package legacy
 
 import (
 	"context"
@@ -7,17 +7,20 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/bootstrap"
+	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/core/fifo"
 	"github.com/mscclpp-go/mscclpp/internal/logging"
 )
 
 // ErrCommClosed: the communicator was closed.
 var ErrCommClosed = errs.New(errs.ErrInvalidUsage, "communicator is closed")
 
-// Comm is one rank's communicator: its place in the job, the bootstrap that reaches the other
-// ranks, its connections and its proxy. Its methods are safe for concurrent use; Close releases
-// everything it owns.
+// Comm is one rank's legacy communicator: its place in the job, the bootstrap that reaches the
+// other ranks, its connections, and (from the first ConnectionSetup on) its GPU state. Its
+// methods are safe for concurrent use; Close releases everything it owns.
 type Comm struct {
 	bootstrap *bootstrap.TCP
 	log       *slog.Logger
@@ -30,6 +33,16 @@ type Comm struct {
 	registrations int             // RegisterBuffer calls that completed, for message tags
 	gpu           *gpuState       // nil until the first ConnectionSetup
 	failure       error           // the first proxy (CUDA) error; the communicator is unusable after it
+}
+
+// gpuState is what a communicator holds on its GPU: the context that registers its buffers and
+// counters and maps its peers' (core's one registry), the GPU's primary context for the driver
+// calls of this package, and the proxy FIFO.
+type gpuState struct {
+	device cuda.Device
+	pctx   cuda.Context
+	ctx    *core.Context
+	fifo   *core.ProxyFifo // MSCCLPP_PROXY_FIFO_SIZE triggers and the proxy serving them
 }
 
 // InitRank joins a job of nranks ranks whose root listens at addr ("ip:port", "if:ip:port" or
@@ -66,7 +79,7 @@ func (c *Comm) Rank() int { return c.bootstrap.Rank() }
 func (c *Comm) Size() int { return c.bootstrap.Size() }
 
 // Bootstrap returns the communicator's bootstrap, for out-of-band exchanges between ranks. Tags
-// from setupTagBase up are used by ConnectionSetup.
+// from core.ReservedTagBase up are the library's.
 func (c *Comm) Bootstrap() *bootstrap.TCP { return c.bootstrap }
 
 // usable refuses calls on a closed or failed communicator. c.mu is held.
@@ -119,3 +132,35 @@ func (c *Comm) Close() error {
 
 // Logger returns the communicator's logger, whose lines carry its rank.
 func (c *Comm) Logger() *slog.Logger { return c.log }
+
+// newGPUState retains dev's primary context and creates the registry context and the proxy FIFO.
+func newGPUState(dev cuda.Device, log *slog.Logger) (g *gpuState, err error) {
+	g = &gpuState{device: dev, ctx: core.NewContext()}
+	if g.pctx, err = dev.RetainPrimaryContext(); err != nil {
+		return nil, errors.Join(fmt.Errorf("GPU %d: %w", dev, err), g.ctx.Close())
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, g.close())
+		}
+	}()
+	if g.fifo, err = core.NewProxyFifo(dev, fifo.FifoSize, log); err != nil {
+		return g, err
+	}
+	return g, nil
+}
+
+// close stops and frees the FIFO, closes the context (which unmaps the peers' memory and frees
+// the counters) and releases the primary context.
+func (g *gpuState) close() error {
+	var errList []error
+	if g.fifo != nil {
+		errList = append(errList, g.fifo.Close())
+	}
+	errList = append(errList, g.ctx.Close(), g.pctx.Release())
+	g.fifo = nil
+	if err := errors.Join(errList...); err != nil {
+		return fmt.Errorf("release GPU %d resources: %w", g.device, err)
+	}
+	return nil
+}

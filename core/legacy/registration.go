@@ -1,18 +1,14 @@
-package core
+package legacy
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
+	"github.com/mscclpp-go/mscclpp/core"
 	"slices"
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
 )
-
-// registerTagBase is the first bootstrap tag RegisterBuffer uses; registration number k uses
-// registerTagBase+k.
-const registerTagBase = setupTagBase + 1<<28
 
 // Registration is a buffer registered with every connected peer by RegisterBuffer: Remote has
 // one entry per connection, in connection order, naming the peer's registered buffer as mapped
@@ -30,9 +26,6 @@ type RemoteBuffer struct {
 	Addr cuda.DevicePtr
 	Size uint64
 }
-
-// registration wire format: IPC handle | offset uint64 | size uint64.
-const registrationBytes = cuda.IpcMemHandleSize + 16
 
 // RegisterBuffer registers size bytes of device memory at buf with every peer this rank has a
 // connection with, and maps each peer's registered buffer here. It is collective between
@@ -56,21 +49,15 @@ func (c *Comm) RegisterBuffer(ctx context.Context, buf cuda.DevicePtr, size uint
 	if _, err := deviceOf(buf, c.gpu.device, "register buffer"); err != nil {
 		return nil, err
 	}
-	unlock := lockThreadWithContext(c.gpu)
-	defer unlock()
-	handle, offset, err := c.gpu.export(buf)
-	if err != nil {
+	var msg [core.RegisteredMemoryBytes]byte
+	if err := c.gpu.export(&msg, buf, size); err != nil {
 		return nil, fmt.Errorf("register buffer: %w", err)
 	}
-	msg := make([]byte, 0, registrationBytes)
-	msg = append(msg, handle[:]...)
-	msg = binary.LittleEndian.AppendUint64(msg, offset)
-	msg = binary.LittleEndian.AppendUint64(msg, size)
 
-	tag := registerTagBase + c.registrations
+	tag := core.LegacyRegisterTagBase + c.registrations
 	peers := c.connectedPeers()
 	for _, peer := range peers {
-		if err := c.bootstrap.Send(ctx, peer, tag, msg); err != nil {
+		if err := c.bootstrap.Send(ctx, peer, tag, msg[:]); err != nil {
 			return nil, fmt.Errorf("register buffer: send to rank %d: %w", peer, err)
 		}
 	}
@@ -80,20 +67,11 @@ func (c *Comm) RegisterBuffer(ctx context.Context, buf cuda.DevicePtr, size uint
 		if err != nil {
 			return nil, fmt.Errorf("register buffer: waiting for rank %d's buffer: %w", peer, err)
 		}
-		if len(in) != registrationBytes {
-			return nil, fmt.Errorf("register buffer: rank %d sent %d bytes, want %d: %w", peer, len(in), registrationBytes, ErrBadConnList)
-		}
-		var h cuda.IpcMemHandle
-		copy(h[:], in)
-		base, err := c.gpu.open(h)
+		m, err := c.gpu.open(in)
 		if err != nil {
 			return nil, fmt.Errorf("register buffer: map rank %d's buffer: %w", peer, err)
 		}
-		mapped[peer] = RemoteBuffer{
-			Peer: peer,
-			Addr: base + cuda.DevicePtr(binary.LittleEndian.Uint64(in[cuda.IpcMemHandleSize:])),
-			Size: binary.LittleEndian.Uint64(in[cuda.IpcMemHandleSize+8:]),
-		}
+		mapped[peer] = RemoteBuffer{Peer: peer, Addr: m.Data(), Size: m.Size()}
 	}
 	c.registrations++
 	r := &Registration{comm: c, Local: buf, Size: size}
@@ -144,12 +122,12 @@ func (r *Registration) Write(src cuda.DevicePtr, size, srcOffset, dstOffset uint
 		}
 		targets = append(targets, remote)
 	}
-	unlock := lockThreadWithContext(c.gpu)
-	defer unlock()
-	for _, t := range targets {
-		if err := cuda.MemcpyAsync(t.Addr+cuda.DevicePtr(dstOffset), src+cuda.DevicePtr(srcOffset), int(size), stream); err != nil {
-			return fmt.Errorf("registered buffer write to rank %d: %w", t.Peer, err)
+	return c.gpu.pctx.Do(func() error {
+		for _, t := range targets {
+			if err := cuda.MemcpyAsync(t.Addr+cuda.DevicePtr(dstOffset), src+cuda.DevicePtr(srcOffset), int(size), stream); err != nil {
+				return fmt.Errorf("registered buffer write to rank %d: %w", t.Peer, err)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
