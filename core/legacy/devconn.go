@@ -2,6 +2,7 @@ package legacy
 
 import (
 	"structs"
+	"unsafe"
 
 	"github.com/mscclpp-go/mscclpp/core/fifo"
 )
@@ -37,3 +38,10 @@ type DevConn struct {
 	BaseConn
 	Fifo fifo.ConcurrentFifo
 }
+
+// Sizes of the per-connection device objects (see include/mscclpp.h).
+const (
+	signalPairBytes = int(unsafe.Sizeof(SignalEpochID{})) // mscclppDevConnSignalEpochId
+	waitEpochBytes  = 8                                   // uint64_t waitEpochId
+	proxyFieldShift = uint64(unsafe.Offsetof(SignalEpochID{}.Proxy))
+)

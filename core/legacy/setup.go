@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/mscclpp-go/mscclpp/core"
 	"slices"
-	"unsafe"
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
@@ -98,13 +97,6 @@ func deviceOf(p cuda.DevicePtr, want cuda.Device, what string) (cuda.Device, err
 	}
 	return cuda.Device(ordinal), nil
 }
-
-// Sizes of the per-connection device objects (see include/mscclpp.h).
-const (
-	signalPairBytes = int(unsafe.Sizeof(SignalEpochID{})) // mscclppDevConnSignalEpochId
-	waitEpochBytes  = 8                                   // uint64_t waitEpochId
-	proxyFieldShift = uint64(unsafe.Offsetof(SignalEpochID{}.Proxy))
-)
 
 // setUp allocates the counters of the pending connections, registers each connection's buffer
 // and signal pair, exchanges the registrations with the peers and maps the peers'. c.mu is held.
