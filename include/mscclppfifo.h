@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include <mscclpp/fifo_device.h>
+
 /* Number of trigger slots in the ring. mscclpp.h defines it before including this header; the
  * fallback keeps this header usable on its own and must agree with mscclpp.h. */
 #ifndef MSCCLPP_PROXY_FIFO_SIZE
@@ -60,28 +62,23 @@ struct mscclppConcurrentFifo {
 #ifdef __CUDACC__
   /*
    * Device only, any number of threads at once. Claims the next slot, waits until the ring has room
-   * and the slot has been cleared by the proxy, then writes the request in one 128-bit store.
-   * Blocks (spins) while the ring is full. Returns the claimed slot number, which flush-style callers
-   * use to wait for completion. Arguments must fit their bit-fields (see MSCCLPP_BITS_*); larger
-   * values corrupt the neighbouring fields.
+   * and the slot has been cleared by the proxy, then writes the request in one 128-bit store
+   * (mscclppFifoDeviceHandle::push, after a system-wide release fence). Blocks (spins) while the
+   * ring is full. Returns the claimed slot number, which flush-style callers use to wait for
+   * completion. Arguments must fit their bit-fields (see MSCCLPP_BITS_*); larger values are
+   * truncated to their field.
    */
   __forceinline__ __device__ uint64_t push(uint64_t type, uint64_t dstDataOffset, uint64_t srcDataOffset,
                                            uint64_t dataSize) {
-    uint64_t slotNumber = atomicAdd(reinterpret_cast<unsigned long long int*>(triggerFifoHead), 1ULL);
-    /* The ring is full while the claimed slot is a whole lap ahead of the (possibly stale) tail. */
-    while (slotNumber >= *reinterpret_cast<volatile uint64_t*>(triggerFifoTail) + MSCCLPP_PROXY_FIFO_SIZE)
-      ;
-    mscclppTrigger* slot = &triggerFifo[slotNumber % MSCCLPP_PROXY_FIFO_SIZE];
-    /* The stale tail may let us in before the proxy has cleared the slot; wait for it. */
-    while (*reinterpret_cast<volatile uint64_t*>(&slot->value[0]) != 0)
-      ;
-    uint64_t word0 = (srcDataOffset << MSCCLPP_BITS_SIZE) | dataSize;
-    uint64_t word1 = (((type << MSCCLPP_BITS_CONNID) | static_cast<uint64_t>(connId)) << MSCCLPP_BITS_OFFSET) |
-                     dstDataOffset;
-    /* Both words at once, so the proxy never sees a half-written request. */
-    asm volatile("st.volatile.global.v2.u64 [%0], {%1,%2};" ::"l"(slot->value), "l"(word0), "l"(word1)
-                 : "memory");
-    return slotNumber;
+    /* The ring is the one of mscclpp/fifo_device.h (same trigger bits, same slot protocol), seen
+     * through this connection's fields: one producer implementation for both headers. */
+    mscclppFifoDeviceHandle ring;
+    ring.triggers = reinterpret_cast<mscclppProxyTrigger*>(triggerFifo);
+    ring.tailReplica = triggerFifoTail;
+    ring.head = triggerFifoHead;
+    ring.size = MSCCLPP_PROXY_FIFO_SIZE;
+    ring.reserved = 0;
+    return ring.push(type, dstDataOffset, srcDataOffset, dataSize, static_cast<uint64_t>(connId));
   }
 #endif
   mscclppTrigger* triggerFifo; /* ring of MSCCLPP_PROXY_FIFO_SIZE slots, host-pinned and mapped into the device */
