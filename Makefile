@@ -221,9 +221,10 @@ $(BUILD)/tests/env_after_load: tests/capi/env_after_load.c all
 	$(CC) -std=c11 -O2 -Wall -Wextra -Wpedantic -D_POSIX_C_SOURCE=200112L $< $$($(PKG) --cflags --libs) -o $@
 
 
-# The CUDA programs (GPU tests, tutorials, benchmarks) are compiled and linked here too, so CI
-# catches a header or export change that breaks them; they run on the GPU host (make gpu-test).
-# tests/nccl/ops.cu is an NCCL program: it is linked with the NCCL layer.
+# The CUDA programs (the examples and tutorials of examples/, the GPU tests of tests/gpu, the
+# benchmarks of bench/) are compiled and linked here too, so CI catches a header or export change
+# that breaks them; they run on the GPU host (make gpu-test, gpu-bench, gpu-profile), each binary
+# named after its folder. tests/nccl/ops.cu is an NCCL program: it is linked with the NCCL layer.
 CUDA_PROGRAMS := $(wildcard examples/mpi/*/main.cu examples/tutorials/*/main.cu tests/gpu/*/main.cu bench/*/main.cu) tests/nccl/ops.cu
 NVCC_FLAGS    := -std=c++17 -O2 -arch=sm_90 -DOMPI_SKIP_MPICXX -Xcompiler -Wall
 
@@ -260,9 +261,9 @@ nccl-test: all ## the NCCL layer: header layout, exports, and routing to a fake 
 examples-test: examples ## run the examples under mpirun with $(NP) ranks
 	./examples/mpi/bootstrap/run.sh $(BUILD)/examples/bootstrap $(NP) "$(MPIRUN) $(MPIRUN_FLAGS)"
 
-mpi-gotest: ## the Go bootstrap test with the unique id shared through MPI (gompi)
+mpi-gotest: ## the Go bootstrap test with the unique id shared through MPI (tests/mpi/gompi)
 	@mkdir -p $(BUILD)/tests
-	$(GO) test -c -race -o $(BUILD)/tests/gompi_bootstrap.test ./examples/mpi/gompi
+	$(GO) test -c -race -o $(BUILD)/tests/gompi_bootstrap.test ./tests/mpi/gompi
 	$(MPIRUN) $(MPIRUN_FLAGS) -np $(NP) $(BUILD)/tests/gompi_bootstrap.test -test.count=1
 
 # ---------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import (
 
 	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/cuda"
-	"github.com/mscclpp-go/mscclpp/internal/testutil"
+	"github.com/mscclpp-go/mscclpp/core/cuda/cudatest"
 )
 
 //go:embed testdata/ping_pong.ptx
@@ -75,7 +75,7 @@ func newGPURunner(t *testing.T, dev int, kernel string) *gpuRunner {
 func bytesOf[T any](v *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v)) }
 
 func TestPingPongGPU(t *testing.T) {
-	testutil.RequireGPUs(t, 2)
+	cudatest.RequireGPUs(t, 2)
 	ctx := core.NewContext()
 	t.Cleanup(func() { assert.NoError(t, ctx.Close()) })
 

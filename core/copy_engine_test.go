@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/cuda/cudatest"
 	"github.com/mscclpp-go/mscclpp/internal/config"
 	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
@@ -17,7 +18,7 @@ import (
 // TestCopyEngineTrace: with MSCCLPP_PROXY_TRACE=1 the engine logs each copy of its first flush,
 // with its size, and nothing at the second. Needs a GPU.
 func TestCopyEngineTrace(t *testing.T) {
-	testutil.RequireGPUs(t, 1)
+	cudatest.RequireGPUs(t, 1)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	dev, err := cuda.GetDevice(0)

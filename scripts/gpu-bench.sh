@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the GPU host (no Go needed): builds the benchmark programs examples/mpi/bench_*/main.cu
+# Runs on the GPU host (no Go needed): builds the benchmark programs bench/bench_*/main.cu
 # against the prebuilt build/ and runs each with one rank per GPU. Extra arguments go to every
 # benchmark. Results are printed; docs/PERFORMANCE.md records them by hand with date and device.
 set -uo pipefail
@@ -12,7 +12,7 @@ mpirun="$mpirun -x MSCCLPP_DEBUG"
 mkdir -p "$build/gpu-bench"
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
 status=0
-for src in examples/mpi/bench_*/main.cu; do
+for src in bench/bench_*/main.cu; do
 	name=$(basename "$(dirname "$src")")
 	build_cuda "$src" "$build/gpu-bench/$name" || { status=1; continue; }
 	echo "==== $name ($np ranks) $(date -u +%FT%TZ)"

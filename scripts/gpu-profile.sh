@@ -7,7 +7,7 @@
 #   NP=4 REGISTERED=1 make gpu-profile                 # zero-copy paths (registered buffers)
 #   CALLS=10 TIMEOUT=600 make gpu-profile             # timed calls per library (5), time limit in s (300)
 #
-# How, and why so: examples/mpi/profile_collective (built here against build/) runs the
+# How, and why so: bench/profile_collective (built here against build/) runs the
 # collective CALLS times after its warm-up, through this library and then through NCCL. Only
 # rank 0 runs under ncu; the other ranks run free. The metrics are ones ncu collects in a single
 # pass (kernel time, HBM bytes read and written). With the NVLink byte counters (nvltx/nvlrx)
@@ -39,7 +39,7 @@ metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
 out=$build/gpu-profile
 mkdir -p "$out"
 prog=$out/profile_collective
-build_cuda examples/mpi/profile_collective/main.cu "$prog" || exit 1
+build_cuda bench/profile_collective/main.cu "$prog" || exit 1
 
 csv=$out/$op-$bytes${registered:+-registered}-np$np.csv
 wrapper=$out/ncu-rank0.sh

@@ -117,15 +117,15 @@ else
 	result "build bootstrap example" 1
 fi
 
-# 3. CUDA programs: the legacy-header tests, the device-handle test and the tutorials. A program
-# that includes mpi.h (or tutorial_mpi.h) runs one rank per GPU under mpirun; the others run as
-# one process.
-for src in examples/mpi/legacy_*/main.cu examples/mpi/channels_*/main.cu examples/mpi/collectives/main.cu examples/tutorials/*/main.cu; do
+# 3. CUDA programs: the legacy-header tests, the device-handle test, the collectives example and
+# the tutorials. A program that includes mpi.h runs one rank per GPU under mpirun; the others run
+# as one process.
+for src in tests/gpu/legacy_*/main.cu tests/gpu/channels_*/main.cu examples/mpi/collectives/main.cu examples/tutorials/*/main.cu; do
 	[ -e "$src" ] || continue
 	name=$(basename "$(dirname "$src")")
 	wanted "$name" || continue
 	if build_cuda "$src" "$bin/$name"; then
-		if grep -qE '#include .*mpi\.h' "$src"; then # mpi.h, directly or through tutorial_mpi.h
+		if grep -qE '#include .*mpi\.h' "$src"; then
 			run "$name" 300 $mpirun -np "$np" "$bin/$name"
 		else
 			run "$name" 300 "$bin/$name"

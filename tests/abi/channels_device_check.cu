@@ -1,7 +1,7 @@
 // channels_device_check proves that the device half of include/mscclpp/*_device.h compiles under
 // nvcc: its kernels call every device method of every handle, packet and helper. It is compiled
 // only (nvcc -c); running it would need live peers and a proxy (see
-// examples/mpi/channels_device/main.cu for the GPU test).
+// tests/gpu/channels_device/main.cu for the GPU test).
 #include <mscclpp/device.h>
 #include <mscclpp/fifo_device.h>
 #include <mscclpp/memory_channel_device.h>

@@ -21,13 +21,15 @@
 //   mpirun -np 2 ... ./bidir_port_channel
 // Rank 0 prints one line per size and "Succeed!"; every rank exits 0 on success.
 
+#include <mpi.h>
+
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
-#include "../common/tutorial_mpi.h"
+#include "../../common/example_util.h"
 
-using tutorial::kMaxSpins;
+using example::kMaxSpins;
 
 namespace {
 
@@ -54,9 +56,9 @@ __global__ void bidirPutKernel(mscclppPortChannelDeviceHandle* chan, int rank, u
 
 int main(int argc, char** argv) {
   int nranks = 0;
-  const int rank = tutorial::startMpi(&argc, &argv, "bidir_port_channel", &nranks);
+  const int rank = example::startMpi(&argc, &argv, "bidir_port_channel", &nranks);
   // The tutorial is between ranks 0 and 1; further ranks (one per extra GPU) only leave.
-  MPI_Comm pair = tutorial::pairOfRanks(rank, nranks);
+  MPI_Comm pair = example::pairOfRanks(rank, nranks);
   if (pair == MPI_COMM_NULL) {
     MPI_Finalize();
     return 0;
@@ -66,9 +68,9 @@ int main(int argc, char** argv) {
 
   int deviceCount = 0;
   CHECK_CUDA(cudaGetDeviceCount(&deviceCount));
-  if (deviceCount < 1) tutorial::fail("no GPU");
+  if (deviceCount < 1) example::fail("no GPU");
   const int gpu = rank % deviceCount;
-  tutorial::g_id.device = gpu;
+  example::g_id.device = gpu;
   CHECK_CUDA(cudaSetDevice(gpu));
   std::printf("GPU %d: Preparing for tests ...\n", gpu);
 
@@ -114,8 +116,8 @@ int main(int argc, char** argv) {
   size_t remoteSize = 0;
   CHECK_MSCCLPP(mscclppMemoryData(remoteMem, &remotePtr, &remoteSize));
   if (remotePtr == nullptr || remoteSize != bufferBytes) {
-    tutorial::fail("the peer's memory is mapped at %p with %zu bytes, expected %llu bytes", remotePtr, remoteSize,
-                   static_cast<unsigned long long>(bufferBytes));
+    example::fail("the peer's memory is mapped at %p with %zu bytes, expected %llu bytes", remotePtr, remoteSize,
+                  static_cast<unsigned long long>(bufferBytes));
   }
 
   // The proxy service: register the semaphore and both memories, then make the channel that
@@ -138,35 +140,35 @@ int main(int argc, char** argv) {
   cudaEvent_t start = nullptr, stop = nullptr;
   CHECK_CUDA(cudaEventCreate(&start));
   CHECK_CUDA(cudaEventCreate(&stop));
-  tutorial::CheckResult* devCheck = nullptr;
-  CHECK_CUDA(cudaMalloc(&devCheck, sizeof(tutorial::CheckResult)));
+  example::CheckResult* devCheck = nullptr;
+  CHECK_CUDA(cudaMalloc(&devCheck, sizeof(example::CheckResult)));
 
   bool ok = true;
   const std::vector<uint64_t> sizes = {1024, 1ull << 20, kMaxCopyBytes};
   for (size_t k = 0; k < sizes.size(); ++k) {
     const uint64_t copyBytes = sizes[k];
-    const uint32_t mySeed = tutorial::makeSeed(kDataKind, rank, static_cast<uint32_t>(k));
-    const uint32_t peerSeed = tutorial::makeSeed(kDataKind, peer, static_cast<uint32_t>(k));
+    const uint32_t mySeed = example::makeSeed(kDataKind, rank, static_cast<uint32_t>(k));
+    const uint32_t peerSeed = example::makeSeed(kDataKind, peer, static_cast<uint32_t>(k));
     uint8_t* myHalf = buffer + rank * copyBytes;
     uint8_t* peerHalf = buffer + peer * copyBytes;
 
     // New data in our half, poison where the peer's will land. The peer writes nothing before
     // both kernels have met (the first signal/wait), so this cannot race with it.
-    tutorial::launchFill(myHalf, copyBytes, mySeed, stream);
+    example::launchFill(myHalf, copyBytes, mySeed, stream);
     CHECK_CUDA(cudaMemsetAsync(peerHalf, kPoison, copyBytes, stream));
-    tutorial::waitStream(gpu, stream, "filling the buffer");
+    example::waitStream(gpu, stream, "filling the buffer");
     MPI_Barrier(pair);
 
-    const std::string what = "bidirPutKernel, " + tutorial::sizeText(copyBytes);
+    const std::string what = "bidirPutKernel, " + example::sizeText(copyBytes);
     bidirPutKernel<<<1, 1, 0, stream>>>(devHandle, rank, copyBytes, kWarmupIterations);
     CHECK_LAUNCH();
-    tutorial::waitStream(gpu, stream, what + " (warm-up)");
+    example::waitStream(gpu, stream, what + " (warm-up)");
     MPI_Barrier(pair);
     CHECK_CUDA(cudaEventRecord(start, stream));
     bidirPutKernel<<<1, 1, 0, stream>>>(devHandle, rank, copyBytes, kIterations);
     CHECK_LAUNCH();
     CHECK_CUDA(cudaEventRecord(stop, stream));
-    tutorial::waitStream(gpu, stream, what);
+    example::waitStream(gpu, stream, what);
 
     float ms = 0;
     CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
@@ -174,12 +176,12 @@ int main(int argc, char** argv) {
     const double gbps = copyBytes / (msPerIter * 1e-3) / 1e9;
 
     // Every byte from the peer, and our own half unchanged (the peer must not write there).
-    tutorial::launchCheck(peerHalf, copyBytes, peerSeed, devCheck, stream);
-    tutorial::waitStream(gpu, stream, "checking the received data");
-    const tutorial::CheckResult fromPeer = tutorial::readCheck(devCheck);
-    tutorial::launchCheck(myHalf, copyBytes, mySeed, devCheck, stream);
-    tutorial::waitStream(gpu, stream, "checking the sent data");
-    const tutorial::CheckResult own = tutorial::readCheck(devCheck);
+    example::launchCheck(peerHalf, copyBytes, peerSeed, devCheck, stream);
+    example::waitStream(gpu, stream, "checking the received data");
+    const example::CheckResult fromPeer = example::readCheck(devCheck);
+    example::launchCheck(myHalf, copyBytes, mySeed, devCheck, stream);
+    example::waitStream(gpu, stream, "checking the sent data");
+    const example::CheckResult own = example::readCheck(devCheck);
 
     if (rank == 0) {
       std::printf("GPU %d: [Bidir PutWithSignal] bytes %llu, elapsed %g ms/iter, BW %g GB/s\n", gpu,
@@ -191,14 +193,14 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaMemcpy(&got, peerHalf + fromPeer.firstWrong, 1, cudaMemcpyDeviceToHost));
       std::printf("%sbytes %llu: %llu of the bytes from GPU %d are wrong, the first at offset %llu of its range "
                   "(got 0x%02x%s, want 0x%02x)\n",
-                  tutorial::failPrefix().c_str(), static_cast<unsigned long long>(copyBytes), fromPeer.wrong,
+                  example::failPrefix().c_str(), static_cast<unsigned long long>(copyBytes), fromPeer.wrong,
                   peer % deviceCount, fromPeer.firstWrong, got, got == kPoison ? ": never written" : "",
-                  tutorial::patternByte(peerSeed, fromPeer.firstWrong));
+                  example::patternByte(peerSeed, fromPeer.firstWrong));
     }
     if (own.wrong != 0) {
       ok = false;
       std::printf("%sbytes %llu: %llu bytes of this rank's own range changed, the first at offset %llu\n",
-                  tutorial::failPrefix().c_str(), static_cast<unsigned long long>(copyBytes), own.wrong,
+                  example::failPrefix().c_str(), static_cast<unsigned long long>(copyBytes), own.wrong,
                   own.firstWrong);
     }
     std::fflush(stdout);
@@ -227,7 +229,7 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, pair);
   if (rank == 0) {
     if (all) std::printf("Succeed!\n");
-    else std::printf("FAIL %s: see the lines above\n", tutorial::g_id.program);
+    else std::printf("FAIL %s: see the lines above\n", example::g_id.program);
   }
   std::fflush(stdout);
   MPI_Comm_free(&pair);

@@ -15,9 +15,9 @@
 // Exit code 0 and "Succeed!" on success.
 #include <cstdio>
 
-#include "../common/tutorial_util.h"
+#include "../../common/example_util.h"
 
-using tutorial::kMaxSpins;
+using example::kMaxSpins;
 
 namespace {
 
@@ -30,7 +30,7 @@ __global__ void gpuKernel0(mscclppBaseMemoryChannelDeviceHandle* chan, int itera
   if (threadIdx.x + blockIdx.x * blockDim.x != 0) return;
   for (int i = 0; i < iterations; ++i) {
     chan->relaxedWait(kMaxSpins);
-    tutorial::spinCycles(kSpinCycles);
+    example::spinCycles(kSpinCycles);
     chan->relaxedSignal();
   }
 }
@@ -40,10 +40,10 @@ __global__ void gpuKernel1(mscclppBaseMemoryChannelDeviceHandle* chan, int itera
   if (threadIdx.x + blockIdx.x * blockDim.x != 0) return;
   uint64_t shortest = ~0ull;
   for (int i = 0; i < iterations; ++i) {
-    const uint64_t start = tutorial::globalTimerNs();
+    const uint64_t start = example::globalTimerNs();
     chan->relaxedSignal();
     chan->relaxedWait(kMaxSpins);
-    const uint64_t ns = tutorial::globalTimerNs() - start;
+    const uint64_t ns = example::globalTimerNs() - start;
     if (ns < shortest) shortest = ns;
   }
   *shortestRoundNs = shortest;
@@ -52,13 +52,13 @@ __global__ void gpuKernel1(mscclppBaseMemoryChannelDeviceHandle* chan, int itera
 }  // namespace
 
 int main() {
-  tutorial::g_id.program = "gpu_ping_pong";
+  example::g_id.program = "gpu_ping_pong";
 
   int deviceCount = 0;
   CHECK_CUDA(cudaGetDeviceCount(&deviceCount));
   if (deviceCount < 2) {
     std::printf("SKIP gpu_ping_pong: at least two GPUs are required, found %d\n", deviceCount);
-    return tutorial::kExitSkipped;
+    return example::kExitSkipped;
   }
   int canAccess = 0;
   CHECK_CUDA(cudaDeviceCanAccessPeer(&canAccess, 0, 1));
@@ -143,7 +143,7 @@ int main() {
   CHECK_LAUNCH();
   CHECK_CUDA(cudaEventRecord(stop1, stream1));
 
-  tutorial::waitStreams({{0, stream0}, {1, stream1}}, "the ping-pong kernels");
+  example::waitStreams({{0, stream0}, {1, stream1}}, "the ping-pong kernels");
 
   CHECK_CUDA(cudaSetDevice(1));
   float ms = 0;
@@ -156,7 +156,7 @@ int main() {
   if (shortestNs <= kMinRoundNs) {
     std::printf("%sGPU 1: the shortest round took %.3f ms, expected more than %.3f ms (GPU 0 spins %lld cycles "
                 "per round): relaxedWait() returned before GPU 0 signalled\n",
-                tutorial::failPrefix().c_str(), shortestNs / 1e6, kMinRoundNs / 1e6, kSpinCycles);
+                example::failPrefix().c_str(), shortestNs / 1e6, kMinRoundNs / 1e6, kSpinCycles);
     ok = false;
   }
 

@@ -15,6 +15,7 @@
 //   mpirun -np 2 ... ./gpu_ping_pong_mp [port]
 // The port defaults to 40000 + (rank 0's pid % 20000). Rank 0 prints "Succeed!" and every rank
 // exits 0 on success.
+#include <mpi.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "../common/tutorial_mpi.h"
+#include "../../common/example_util.h"
 
-using tutorial::kMaxSpins;
+using example::kMaxSpins;
 
 namespace {
 
@@ -37,7 +38,7 @@ __global__ void pongKernel(mscclppBaseMemoryChannelDeviceHandle* chan, int itera
   if (threadIdx.x + blockIdx.x * blockDim.x != 0) return;
   for (int i = 0; i < iterations; ++i) {
     chan->relaxedWait(kMaxSpins);
-    tutorial::spinCycles(kSpinCycles);
+    example::spinCycles(kSpinCycles);
     chan->relaxedSignal();
   }
 }
@@ -47,10 +48,10 @@ __global__ void pingKernel(mscclppBaseMemoryChannelDeviceHandle* chan, int itera
   if (threadIdx.x + blockIdx.x * blockDim.x != 0) return;
   uint64_t shortest = ~0ull;
   for (int i = 0; i < iterations; ++i) {
-    const uint64_t start = tutorial::globalTimerNs();
+    const uint64_t start = example::globalTimerNs();
     chan->relaxedSignal();
     chan->relaxedWait(kMaxSpins);
-    const uint64_t ns = tutorial::globalTimerNs() - start;
+    const uint64_t ns = example::globalTimerNs() - start;
     if (ns < shortest) shortest = ns;
   }
   *shortestRoundNs = shortest;
@@ -106,7 +107,7 @@ bool pingPong(mscclppBootstrap_t bootstrap, int rank, int gpu) {
   }
   CHECK_LAUNCH();
   CHECK_CUDA(cudaEventRecord(stop, stream));
-  tutorial::waitStream(gpu, stream, "the ping-pong kernel");
+  example::waitStream(gpu, stream, "the ping-pong kernel");
 
   bool ok = true;
   if (rank == 1) {
@@ -118,7 +119,7 @@ bool pingPong(mscclppBootstrap_t bootstrap, int rank, int gpu) {
     if (shortestNs <= kMinRoundNs) {
       std::printf("%sthe shortest round took %.3f ms, expected more than %.3f ms (GPU 0 spins %lld cycles per "
                   "round): relaxedWait() returned before the peer signalled\n",
-                  tutorial::failPrefix().c_str(), shortestNs / 1e6, kMinRoundNs / 1e6, kSpinCycles);
+                  example::failPrefix().c_str(), shortestNs / 1e6, kMinRoundNs / 1e6, kSpinCycles);
       ok = false;
     }
   }
@@ -145,13 +146,13 @@ void checkBootstrap(mscclppBootstrap_t bootstrap, int rank, int nranks) {
   CHECK_MSCCLPP(mscclppBootstrapRank(bootstrap, &bRank));
   CHECK_MSCCLPP(mscclppBootstrapSize(bootstrap, &bSize));
   if (bRank != rank || bSize != nranks) {
-    tutorial::fail("the bootstrap says rank %d of %d, MPI says %d of %d", bRank, bSize, rank, nranks);
+    example::fail("the bootstrap says rank %d of %d, MPI says %d of %d", bRank, bSize, rank, nranks);
   }
   std::vector<int> all(nranks, -1);
   all[rank] = 1000 + rank;
   CHECK_MSCCLPP(mscclppBootstrapAllGatherBytes(bootstrap, all.data(), sizeof(int)));
   for (int r = 0; r < nranks; ++r) {
-    if (all[r] != 1000 + r) tutorial::fail("bootstrap all-gather: slot %d holds %d, want %d", r, all[r], 1000 + r);
+    if (all[r] != 1000 + r) example::fail("bootstrap all-gather: slot %d holds %d, want %d", r, all[r], 1000 + r);
   }
   const int peer = 1 - rank, tag = 7;
   const uint64_t mine = 0xC0FFEE00ull + rank;
@@ -159,8 +160,8 @@ void checkBootstrap(mscclppBootstrap_t bootstrap, int rank, int nranks) {
   CHECK_MSCCLPP(mscclppBootstrapSend(bootstrap, &mine, sizeof(mine), peer, tag));
   CHECK_MSCCLPP(mscclppBootstrapRecv(bootstrap, &theirs, sizeof(theirs), peer, tag));
   if (theirs != 0xC0FFEE00ull + peer) {
-    tutorial::fail("bootstrap recv from rank %d: got 0x%llx, want 0x%llx", peer,
-                   static_cast<unsigned long long>(theirs), 0xC0FFEE00ull + peer);
+    example::fail("bootstrap recv from rank %d: got 0x%llx, want 0x%llx", peer,
+                  static_cast<unsigned long long>(theirs), 0xC0FFEE00ull + peer);
   }
 }
 
@@ -168,9 +169,9 @@ void checkBootstrap(mscclppBootstrap_t bootstrap, int rank, int nranks) {
 
 int main(int argc, char** argv) {
   int nranks = 0;
-  const int rank = tutorial::startMpi(&argc, &argv, "gpu_ping_pong_mp", &nranks);
+  const int rank = example::startMpi(&argc, &argv, "gpu_ping_pong_mp", &nranks);
   // The tutorial is between ranks 0 and 1; further ranks (one per extra GPU) only leave.
-  MPI_Comm pair = tutorial::pairOfRanks(rank, nranks);
+  MPI_Comm pair = example::pairOfRanks(rank, nranks);
   if (pair == MPI_COMM_NULL) {
     MPI_Finalize();
     return 0;
@@ -184,7 +185,7 @@ int main(int argc, char** argv) {
     if (rank == 0) std::printf("SKIP gpu_ping_pong_mp: at least two GPUs are required, found %d\n", deviceCount);
     MPI_Comm_free(&pair);
     MPI_Finalize();
-    return tutorial::kExitSkipped;
+    return example::kExitSkipped;
   }
   const char* problem = nullptr;
   int canAccess01 = 0, canAccess10 = 0;
@@ -199,7 +200,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int gpu = rank;
-  tutorial::g_id.device = gpu;
+  example::g_id.device = gpu;
   CHECK_CUDA(cudaSetDevice(gpu));
 
   // Rank 0 listens on this port; a per-job default makes collisions between jobs unlikely.
@@ -211,8 +212,8 @@ int main(int argc, char** argv) {
     MPI_Bcast(&pid, 1, MPI_INT, 0, pair);
     port = 40000 + pid % 20000;
   }
-  if (port <= 0 || port > 65535) tutorial::fail("bad port %d", port);
-  const std::string ifIpPort = tutorial::strf("lo:127.0.0.1:%d", port);
+  if (port <= 0 || port > 65535) example::fail("bad port %d", port);
+  const std::string ifIpPort = example::strf("lo:127.0.0.1:%d", port);
 
   bool ok = true;
 
@@ -246,7 +247,7 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, pair);
   if (rank == 0) {
     if (all) std::printf("Succeed!\n");
-    else std::printf("FAIL %s: see the lines above\n", tutorial::g_id.program);
+    else std::printf("FAIL %s: see the lines above\n", example::g_id.program);
   }
   std::fflush(stdout);
   MPI_Comm_free(&pair);

@@ -17,14 +17,16 @@
 // Run with any number of ranks >= 2 (rank r uses GPU r % deviceCount):
 //   mpirun -np N ... ./mesh [chunkBytes]
 
+#include <mpi.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
-#include "../common/tutorial_mpi.h"
+#include "../../common/example_util.h"
 
-using tutorial::kMaxSpins;
+using example::kMaxSpins;
 
 namespace {
 
@@ -68,22 +70,22 @@ struct Neighbour {
 
 int main(int argc, char** argv) {
   int nranks = 0;
-  const int rank = tutorial::startMpi(&argc, &argv, "mesh", &nranks);
-  if (nranks < 2) tutorial::fail("run with at least 2 ranks, got %d", nranks);
+  const int rank = example::startMpi(&argc, &argv, "mesh", &nranks);
+  if (nranks < 2) example::fail("run with at least 2 ranks, got %d", nranks);
 
   uint64_t chunkBytes = kDefaultChunkBytes;
   if (argc > 1) chunkBytes = std::strtoull(argv[1], nullptr, 0);
   if (chunkBytes == 0 || chunkBytes * nranks > 0xffffffffull) {
-    tutorial::fail("chunk size %llu: must be > 0 and nranks * chunk must fit the port channel's 32-bit offsets",
-                   static_cast<unsigned long long>(chunkBytes));
+    example::fail("chunk size %llu: must be > 0 and nranks * chunk must fit the port channel's 32-bit offsets",
+                  static_cast<unsigned long long>(chunkBytes));
   }
   const uint64_t bufferBytes = chunkBytes * nranks;
 
   int deviceCount = 0;
   CHECK_CUDA(cudaGetDeviceCount(&deviceCount));
-  if (deviceCount < 1) tutorial::fail("no GPU");
+  if (deviceCount < 1) example::fail("no GPU");
   const int gpu = rank % deviceCount;
-  tutorial::g_id.device = gpu;
+  example::g_id.device = gpu;
   CHECK_CUDA(cudaSetDevice(gpu));
 
   mscclppUniqueId id;
@@ -139,8 +141,8 @@ int main(int argc, char** argv) {
       size_t size = 0;
       CHECK_MSCCLPP(mscclppMemoryData(m, &ptr, &size));
       if (ptr == nullptr || size != bufferBytes) {
-        tutorial::fail("rank %d's memory is mapped at %p with %zu bytes, expected %llu bytes", n.rank, ptr, size,
-                       static_cast<unsigned long long>(bufferBytes));
+        example::fail("rank %d's memory is mapped at %p with %zu bytes, expected %llu bytes", n.rank, ptr, size,
+                      static_cast<unsigned long long>(bufferBytes));
       }
     }
   }
@@ -171,8 +173,8 @@ int main(int argc, char** argv) {
 
   cudaStream_t stream = nullptr;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  tutorial::CheckResult* devCheck = nullptr;
-  CHECK_CUDA(cudaMalloc(&devCheck, sizeof(tutorial::CheckResult)));
+  example::CheckResult* devCheck = nullptr;
+  CHECK_CUDA(cudaMalloc(&devCheck, sizeof(example::CheckResult)));
 
   unsigned long long wrongBytes = 0;
   for (int round = 0; round < kRounds; ++round) {
@@ -180,34 +182,34 @@ int main(int argc, char** argv) {
     // buffers before the barrier, which every rank reaches only after its own preparation.
     CHECK_CUDA(cudaMemsetAsync(portBuf, kPoison, bufferBytes, stream));
     CHECK_CUDA(cudaMemsetAsync(memBuf, kPoison, bufferBytes, stream));
-    tutorial::launchFill(portBuf + rank * chunkBytes, chunkBytes, tutorial::makeSeed(kPortKind, rank, round), stream);
-    tutorial::launchFill(memBuf + rank * chunkBytes, chunkBytes, tutorial::makeSeed(kMemKind, rank, round), stream);
-    tutorial::waitStream(gpu, stream, "preparing the buffers");
+    example::launchFill(portBuf + rank * chunkBytes, chunkBytes, example::makeSeed(kPortKind, rank, round), stream);
+    example::launchFill(memBuf + rank * chunkBytes, chunkBytes, example::makeSeed(kMemKind, rank, round), stream);
+    example::waitStream(gpu, stream, "preparing the buffers");
     CHECK_MSCCLPP(mscclppBootstrapBarrierAll(bootstrap));
 
     meshExchangeKernel<<<static_cast<unsigned int>(nbrs.size()), kBlockThreads, 0, stream>>>(devPort, devMem, rank,
                                                                                               chunkBytes);
     CHECK_LAUNCH();
-    tutorial::waitStream(gpu, stream, tutorial::strf("meshExchangeKernel (round %d)", round));
+    example::waitStream(gpu, stream, example::strf("meshExchangeKernel (round %d)", round));
 
     // Every chunk of both buffers: the sender's data (our own chunk: ours, unchanged).
     for (int sender = 0; sender < nranks; ++sender) {
       for (int which = 0; which < 2; ++which) {
         const uint32_t kind = which == 0 ? kPortKind : kMemKind;
         const uint8_t* chunk = (which == 0 ? portBuf : memBuf) + sender * chunkBytes;
-        const uint32_t seed = tutorial::makeSeed(kind, sender, round);
-        tutorial::launchCheck(chunk, chunkBytes, seed, devCheck, stream);
-        tutorial::waitStream(gpu, stream, "checking the data");
-        const tutorial::CheckResult res = tutorial::readCheck(devCheck);
+        const uint32_t seed = example::makeSeed(kind, sender, round);
+        example::launchCheck(chunk, chunkBytes, seed, devCheck, stream);
+        example::waitStream(gpu, stream, "checking the data");
+        const example::CheckResult res = example::readCheck(devCheck);
         if (res.wrong == 0) continue;
         wrongBytes += res.wrong;
         uint8_t got = 0;
         CHECK_CUDA(cudaMemcpy(&got, chunk + res.firstWrong, 1, cudaMemcpyDeviceToHost));
         std::printf("%sround %d: %s channel, chunk of rank %d: %llu of %llu bytes wrong, the first at offset %llu "
                     "(got 0x%02x%s, want 0x%02x)\n",
-                    tutorial::failPrefix().c_str(), round, which == 0 ? "port" : "memory", sender, res.wrong,
+                    example::failPrefix().c_str(), round, which == 0 ? "port" : "memory", sender, res.wrong,
                     static_cast<unsigned long long>(chunkBytes), res.firstWrong, got,
-                    got == kPoison ? ": never written" : "", tutorial::patternByte(seed, res.firstWrong));
+                    got == kPoison ? ": never written" : "", example::patternByte(seed, res.firstWrong));
         std::fflush(stdout);
       }
     }
@@ -242,7 +244,7 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     if (totalWrong == 0) {
       std::printf("PASS mesh: %d ranks, %d GPUs, %s chunks, port + memory channels to %d neighbours each, %d rounds\n",
-                  nranks, nranks < deviceCount ? nranks : deviceCount, tutorial::sizeText(chunkBytes).c_str(),
+                  nranks, nranks < deviceCount ? nranks : deviceCount, example::sizeText(chunkBytes).c_str(),
                   nranks - 1, kRounds);
     } else {
       std::printf("FAIL mesh: %d ranks: %llu wrong bytes in all (see the lines above)\n", nranks, totalWrong);

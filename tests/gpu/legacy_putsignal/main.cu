@@ -20,7 +20,7 @@
 //                signal(); the peer waits and checks
 //   chunked put  several put() calls (from different lanes) then one signal(), then flush()
 //
-// Built and run as every examples/mpi/legacy_* program (see examples/mpi/README.md):
+// Built and run as every tests/gpu/legacy_* program (see tests/gpu/README.md):
 //   mpirun -np <GPUs> ./legacy_putsignal
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "../common/legacy_test_util.h"
+#include "../legacy_util.cuh"
 
 using namespace legacytest;
 

@@ -1,21 +1,24 @@
-// bench_mpi.h: the start-up and error checks of the benchmark programs examples/mpi/bench_*/main.cu,
-// which run one process per GPU under mpirun.
+// common.cuh: what the benchmark programs of bench/ share (bench_*, profile_collective), which run
+// one process per GPU under mpirun: their start-up and error checks, and the data pattern with
+// which bench_channels and bench_legacy_putbw check what arrived.
 //
 //   - check / checkCuda: on failure print "FAIL <program>: rank R: <what>" to stderr (checkCuda
 //     first prints the CUDA error on a line of its own) and end every rank of the job;
 //   - startBench: MPI, this rank (kept in g_rank for the programs and the FAIL lines), the number
-//     of ranks checked against the program's bounds, and this rank's GPU chosen and made current.
+//     of ranks checked against the program's bounds, and this rank's GPU chosen and made current;
+//   - pattern, fillKernel, checkKernel: a byte pattern that depends on the sender, written and
+//     checked (wrong bytes counted) by grid-stride kernels.
 //
 // It needs only CUDA and MPI, so the programs written only against the legacy header mscclpp.h
-// can use it. Programs include it as "../common/bench_mpi.h" (the build adds no include path for
-// it).
-#ifndef EXAMPLES_MPI_COMMON_BENCH_MPI_H_
-#define EXAMPLES_MPI_COMMON_BENCH_MPI_H_
+// can use it. Programs include it as "../common.cuh" (the build adds no include path for it).
+#ifndef MSCCLPP_BENCH_COMMON_CUH_
+#define MSCCLPP_BENCH_COMMON_CUH_
 
 #include <cuda_runtime.h>
 #include <mpi.h>
 
 #include <climits>
+#include <cstdint>
 #include <cstdio>
 
 namespace benchmpi {
@@ -91,6 +94,22 @@ inline BenchJob startBench(int* argc, char*** argv, const BenchSetup& setup) {
   return job;
 }
 
+// Byte i of the data `sender` sends.
+__host__ __device__ inline uint8_t pattern(int sender, uint64_t i) {
+  return static_cast<uint8_t>(sender * 37 + i * 7 + (i >> 12));
+}
+
+__global__ void fillKernel(uint8_t* p, uint64_t n, int sender) {
+  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
+    p[i] = pattern(sender, i);
+}
+
+// Adds to *wrong the bytes of p[0, n) that are not `sender`'s pattern.
+__global__ void checkKernel(const uint8_t* p, uint64_t n, int sender, unsigned long long* wrong) {
+  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
+    if (p[i] != pattern(sender, i)) atomicAdd(wrong, 1ull);
+}
+
 }  // namespace benchmpi
 
-#endif  // EXAMPLES_MPI_COMMON_BENCH_MPI_H_
+#endif  // MSCCLPP_BENCH_COMMON_CUH_

@@ -35,12 +35,14 @@
 #include <thread>
 #include <vector>
 
-#include "../common/bench_mpi.h"
+#include "../common.cuh"
 
 namespace cg = cooperative_groups;
 
 using benchmpi::check;
 using benchmpi::checkCuda;
+using benchmpi::checkKernel;
+using benchmpi::fillKernel;
 using benchmpi::g_rank;
 
 namespace {
@@ -108,20 +110,6 @@ __device__ bool boundedWait(Channel& ch, DevState* st, unsigned long long code) 
       return false;
     }
   }
-}
-
-__host__ __device__ uint8_t pattern(int sender, uint64_t i) {
-  return static_cast<uint8_t>(sender * 37 + i * 7 + (i >> 12));
-}
-
-__global__ void fillKernel(uint8_t* p, uint64_t n, int sender) {
-  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
-    p[i] = pattern(sender, i);
-}
-
-__global__ void checkKernel(const uint8_t* p, uint64_t n, int sender, unsigned long long* wrong) {
-  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
-    if (p[i] != pattern(sender, i)) atomicAdd(wrong, 1ull);
 }
 
 // Table 1, sender: each iteration all gridDim.x * blockDim.x threads put their share, a grid

@@ -16,10 +16,12 @@
 #include <cstdio>
 #include <ctime>
 
-#include "../common/bench_mpi.h"
+#include "../common.cuh"
 
 using benchmpi::check;
 using benchmpi::checkCuda;
+using benchmpi::checkKernel;
+using benchmpi::fillKernel;
 using benchmpi::g_rank;
 
 namespace {
@@ -33,18 +35,6 @@ constexpr uint64_t kMinIters = 20, kMaxIters = 2000;
 constexpr uint64_t kLatencyIters = 10000, kLatencyBytes = 8;
 constexpr unsigned kWatchdogMs = 60000;
 constexpr double kBytesPerGB = 1e9;
-
-__device__ uint8_t pattern(int sender, uint64_t i) { return static_cast<uint8_t>(sender * 37 + i * 7 + (i >> 12)); }
-
-__global__ void fillKernel(uint8_t* p, uint64_t n, int sender) {
-  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
-    p[i] = pattern(sender, i);
-}
-
-__global__ void checkKernel(const uint8_t* p, uint64_t n, int sender, unsigned long long* wrong) {
-  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
-    if (p[i] != pattern(sender, i)) atomicAdd(wrong, 1ull);
-}
 
 __global__ void sendKernel(mscclppDevConn_t* conn, uint64_t dst, uint64_t size, uint64_t iters) {
   for (uint64_t i = 0; i < iters; i++) {

@@ -51,7 +51,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "../common/bench_mpi.h"
+#include "../common.cuh"
 
 using benchmpi::check;
 using benchmpi::checkCuda;

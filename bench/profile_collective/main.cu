@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "../common/bench_mpi.h"
+#include "../common.cuh"
 
 using benchmpi::check;
 using benchmpi::checkCuda;

@@ -11,7 +11,7 @@
 //
 // Chunk sizes: 1 KiB .. 64 MiB per rank (x4), plus 1000003 bytes so that chunk offsets are odd.
 // Each size runs kIterations times: the first with the header's own flush()/wait(), the others
-// with the bounded versions (see ../common/legacy_test_util.h).
+// with the bounded versions (see ../legacy_util.cuh).
 //
 //   mpirun -np <GPUs> ./legacy_allgather
 #include <cuda_runtime.h>
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "../common/legacy_test_util.h"
+#include "../legacy_util.cuh"
 
 using namespace legacytest;
 

@@ -1,4 +1,4 @@
-// legacy_test_util.h: shared pieces of the CUDA/MPI test programs in examples/mpi/legacy_*, all
+// legacy_util.cuh: shared pieces of the CUDA/MPI test programs in tests/gpu/legacy_*, all
 // written only against the public MSCCL++ 0.1 header.
 //
 // What is here:
@@ -13,17 +13,15 @@
 //     fill and check helpers that count every wrong byte on the GPU;
 //   - a host watchdog that waits for a stream with a deadline and aborts the job with a message.
 //
-// Programs include it as "../common/legacy_test_util.h" (the build adds no include path for it).
+// Programs include it as "../legacy_util.cuh" (the build adds no include path for it).
 // Every program is a single translation unit, so the kernels and inline functions below are
 // defined here directly.
-#ifndef EXAMPLES_MPI_COMMON_LEGACY_TEST_UTIL_H_
-#define EXAMPLES_MPI_COMMON_LEGACY_TEST_UTIL_H_
+#ifndef MSCCLPP_TESTS_GPU_LEGACY_UTIL_CUH_
+#define MSCCLPP_TESTS_GPU_LEGACY_UTIL_CUH_
 
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <mscclpp.h>
-
-#include "../../common/example_util.h"
 
 #include <chrono>
 #include <cstdarg>
@@ -36,9 +34,34 @@
 
 namespace legacytest {
 
-using exampleutil::globalTimerNs;
-using exampleutil::sizeText;
-using exampleutil::strf;
+// printf into a std::string (up to 1 KiB), for messages built before they are needed.
+inline std::string strf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+inline std::string strf(const char* fmt, ...) {
+  char buf[1024];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof(buf), fmt, args);
+  va_end(args);
+  return buf;
+}
+
+// "4 B", "64 KiB", "1000003 B": sizes in table rows and messages.
+inline std::string sizeText(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++u;
+  }
+  return strf("%llu %s", static_cast<unsigned long long>(bytes), units[u]);
+}
+
+// Nanoseconds of the GPU's global timer (wall-clock based, unlike clock64()).
+__device__ inline uint64_t globalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Constants
@@ -558,4 +581,4 @@ inline unsigned long long sumOverRanks(unsigned long long v) {
 
 }  // namespace legacytest
 
-#endif  // EXAMPLES_MPI_COMMON_LEGACY_TEST_UTIL_H_
+#endif  // MSCCLPP_TESTS_GPU_LEGACY_UTIL_CUH_
