@@ -38,7 +38,7 @@
 //
 // MiB: S (default 1024). shift: where the scratch starts in its allocation; pad: bytes allocated
 // after it (both default 0). The port AllReduce's scatters into the library's scratch ran at
-// 233-308 GB/s against 383-386 for its gathers into the receive buffers (docs/results/2026-11-22-session6-runs.txt)
+// 233-308 GB/s against 383-386 for its gathers into the receive buffers (the measurement log that docs/PERFORMANCE.md was before 3078f58)
 // while the scratch's data banks started 16 KiB (2 ranks) or 32 KiB (4 ranks) past a 2 MiB
 // boundary and its size was 16 or 32 KiB over a multiple of 2 MiB; one build with both aligned
 // ran them at full speed. Does a copy's destination offset, or its allocation's size, matter?
