@@ -8,9 +8,13 @@ command -v nvcc >/dev/null 2>&1 || need_pkgs+=(nvidia-cuda-toolkit)
 command -v mpicxx >/dev/null 2>&1 || need_pkgs+=(libopenmpi-dev openmpi-bin)
 command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
 command -v pkg-config >/dev/null 2>&1 || need_pkgs+=(pkg-config)
+# libfabric: headers to build the network transport (core/fabric), the library and its tools
+# (fi_info, fi_pingpong) to test it on loopback.
+[ -e /usr/include/rdma/fabric.h ] || need_pkgs+=(libfabric-dev)
+command -v fi_pingpong >/dev/null 2>&1 || need_pkgs+=(libfabric-bin)
 
 if [ ${#need_pkgs[@]} -eq 0 ]; then
-	echo "deps: nvcc, mpicxx, g++ and pkg-config already present"
+	echo "deps: nvcc, mpicxx, g++, pkg-config and libfabric already present"
 	exit 0
 fi
 

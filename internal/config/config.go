@@ -209,6 +209,22 @@ var (
 		Name: "MSCCLPP_CUDA_LIBRARY", Default: "libcuda.so.1", parse: parseString,
 		Doc: "the CUDA driver library to dlopen: a file name searched the usual way, or a path",
 	}
+	FabricLibrary = &Var[string]{
+		Name: "MSCCLPP_FABRIC_LIBRARY", Default: "libfabric.so.1", parse: parseString,
+		Doc: "the libfabric library to dlopen when a network or shared-memory connection is first asked for: a file name searched the usual way, or a path",
+	}
+	NetProvider = &Var[string]{
+		Name: "MSCCLPP_NET_PROVIDER", Default: "", parse: parseString,
+		Doc: "the libfabric provider of network connections (tcp, verbs, efa, cxi, ...); empty picks the first of verbs, efa, cxi, tcp that the machine offers",
+	}
+	NetDomain = &Var[string]{
+		Name: "MSCCLPP_NET_DOMAIN", Default: "", parse: parseString,
+		Doc: "the libfabric domain (NIC or interface, as fi_info names it: mlx5_0, eth0, lo) of network connections; empty lets the provider choose",
+	}
+	HostID = &Var[string]{
+		Name: "MSCCLPP_HOSTID", Default: "", parse: parseString,
+		Doc: "this process's host identity; processes with different values act as separate hosts (their connections take the network, not CUDA IPC); empty: the host name and boot id",
+	}
 )
 
 // Describer is what docs generation and the docs test need of a Var.
@@ -219,5 +235,5 @@ type Describer interface {
 // All lists every tunable, in the order docs/CONFIG.md shows them.
 func All() []Describer {
 	return []Describer{NCCLLibrary, Debug, BootstrapTimeout, SocketIfname, CUDALibrary, AllReduceAlgo, AllGatherAlgo,
-		CollMaxSpins, CollMaxBlocks, ProxyTrace}
+		CollMaxSpins, CollMaxBlocks, ProxyTrace, FabricLibrary, NetProvider, NetDomain, HostID}
 }

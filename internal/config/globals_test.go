@@ -30,12 +30,17 @@ var readers = map[string]func(){
 	CollMaxSpins.Name:     func() { CollMaxSpins.Get() },
 	CollMaxBlocks.Name:    func() { CollMaxBlocks.Get() },
 	ProxyTrace.Name:       func() { ProxyTrace.Get() },
+	FabricLibrary.Name:    func() { FabricLibrary.Get() },
+	NetProvider.Name:      func() { NetProvider.Get() },
+	NetDomain.Name:        func() { NetDomain.Get() },
+	HostID.Name:           func() { HostID.Get() },
 }
 
 // resetters drops every tunable's cached value and override.
 var resetters = []func(){
 	NCCLLibrary.Reset, Debug.Reset, BootstrapTimeout.Reset, SocketIfname.Reset, CUDALibrary.Reset,
 	AllReduceAlgo.Reset, AllGatherAlgo.Reset, CollMaxSpins.Reset, CollMaxBlocks.Reset, ProxyTrace.Reset,
+	FabricLibrary.Reset, NetProvider.Reset, NetDomain.Reset, HostID.Reset,
 }
 
 func resetAll() {

@@ -1,0 +1,439 @@
+package fabric
+
+/*
+#cgo LDFLAGS: -ldl
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/config"
+)
+
+// Errors of the package, each in one of the classes of package errs.
+var (
+	// ErrUnavailable: libfabric is missing, or offers no provider this library can use.
+	ErrUnavailable = errs.New(errs.ErrSystem, "libfabric not available")
+	// ErrFabric: a libfabric call failed.
+	ErrFabric = errs.New(errs.ErrSystem, "libfabric error")
+	// ErrClosed: the endpoint was closed.
+	ErrClosed = errs.New(errs.ErrInvalidUsage, "fabric endpoint is closed")
+)
+
+// load loads libfabric once.
+var load = sync.OnceValue(func() error {
+	path := config.FabricLibrary.Get()
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var msg [512]C.char
+	if C.mscclpp_fab_load(cpath, &msg[0], C.size_t(len(msg))) != 0 {
+		return fmt.Errorf("%w: %s (install libfabric1, or set MSCCLPP_FABRIC_LIBRARY)", ErrUnavailable, C.GoString(&msg[0]))
+	}
+	return nil
+})
+
+// fabricError wraps a negative libfabric return code with the call that returned it.
+func fabricError(op string, code C.int) error {
+	n := -int(code)
+	return fmt.Errorf("%w: %s: %s (%d)", ErrFabric, op, C.GoString(C.mscclpp_fab_strerror(C.int(n))), n)
+}
+
+// Version returns the loaded libfabric's API version.
+func Version() (major, minor int, err error) {
+	if err := load(); err != nil {
+		return 0, 0, err
+	}
+	v := uint32(C.mscclpp_fab_version())
+	return int(v >> 16), int(v & 0xffff), nil
+}
+
+// Providers lists the providers that offer what an Endpoint needs, in libfabric's order.
+func Providers() ([]string, error) {
+	if err := load(); err != nil {
+		return nil, err
+	}
+	var out [1024]C.char
+	if r := C.mscclpp_fab_providers(&out[0], C.size_t(len(out))); r != 0 {
+		return nil, fabricError("fi_getinfo", r)
+	}
+	s := C.GoString(&out[0])
+	if s == "" {
+		return nil, nil
+	}
+	return strings.Split(s, ","), nil
+}
+
+// networkPreference is the order in which NetworkProvider picks a provider.
+var networkPreference = []string{"verbs", "efa", "cxi", "tcp"}
+
+// NetworkProvider returns the provider of network connections: MSCCLPP_NET_PROVIDER if set,
+// else the first of verbs, efa, cxi and tcp that the machine offers. Layered providers count
+// by their core (verbs for "verbs;ofi_rxm").
+func NetworkProvider() (string, error) {
+	if p := config.NetProvider.Get(); p != "" {
+		return p, nil
+	}
+	have, err := Providers()
+	if err != nil {
+		return "", err
+	}
+	for _, want := range networkPreference {
+		for _, p := range have {
+			if p == want || strings.HasPrefix(p, want+";") {
+				return p, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%w: no network provider among %v (wanted one of %v)", ErrUnavailable, have, networkPreference)
+}
+
+// Peer is a peer's address in an endpoint's address vector.
+type Peer uint64
+
+// valueSlots is how many 8-byte source words WriteValue cycles through.
+const valueSlots = 1024
+
+// Endpoint is one RDM endpoint with its completion queue and address vector. Its methods are
+// safe for concurrent use.
+type Endpoint struct {
+	mu        sync.Mutex
+	c         *C.struct_mscclpp_fab_ep
+	provider  string
+	domain    string
+	virtAddr  bool
+	maxMsg    uint64
+	posted    uint64 // writes posted
+	completed uint64 // of which completed
+	failure   error  // the first completion error; the endpoint is unusable after it
+
+	values    *Region // valueSlots words in C memory: the sources of WriteValue
+	valueBase unsafe.Pointer
+}
+
+// resolve returns the available provider that name means: name itself, or else the first layered
+// provider over it ("tcp" means "tcp;ofi_rxm" where libfabric offers RDM over tcp only through
+// rxm). Names it cannot resolve are returned as they are.
+func resolve(name string) string {
+	have, err := Providers()
+	if err != nil || name == "" || slices.Contains(have, name) {
+		return name
+	}
+	for _, p := range have {
+		if strings.HasPrefix(p, name+";") {
+			return p
+		}
+	}
+	return name
+}
+
+// Open opens an RDM endpoint of the given provider ("" for libfabric's first choice; a core
+// provider's name, such as "tcp", also means a layered provider over it, such as
+// "tcp;ofi_rxm") on the given domain ("" for the provider's choice).
+func Open(provider, domain string) (*Endpoint, error) {
+	if err := load(); err != nil {
+		return nil, err
+	}
+	provider = resolve(provider)
+	var cprov, cdom *C.char
+	if provider != "" {
+		cprov = C.CString(provider)
+		defer C.free(unsafe.Pointer(cprov))
+	}
+	if domain != "" {
+		cdom = C.CString(domain)
+		defer C.free(unsafe.Pointer(cdom))
+	}
+	var c *C.struct_mscclpp_fab_ep
+	var where *C.char
+	if r := C.mscclpp_fab_open(cprov, cdom, &c, &where); r != 0 {
+		err := fabricError(C.GoString(where), r)
+		if r == -C.int(C.FI_ENODATA) {
+			avail, _ := Providers()
+			err = fmt.Errorf("%w: provider %q (domain %q) offers no RDM endpoint with ordered RMA writes; available: %v", ErrUnavailable, provider, domain, avail)
+		}
+		return nil, err
+	}
+	e := &Endpoint{
+		c:        c,
+		provider: C.GoString(C.mscclpp_fab_provider_name(c)),
+		domain:   C.GoString(C.mscclpp_fab_domain_name(c)),
+		virtAddr: C.mscclpp_fab_virt_addr(c) != 0,
+		maxMsg:   uint64(C.mscclpp_fab_max_msg(c)),
+	}
+	if e.maxMsg == 0 {
+		e.maxMsg = 1 << 30
+	}
+	e.valueBase = C.calloc(valueSlots, 8)
+	if e.valueBase == nil {
+		C.mscclpp_fab_close(c)
+		return nil, fmt.Errorf("%w: allocate the signal words", ErrFabric)
+	}
+	var err error
+	if e.values, err = e.Register(uint64(uintptr(e.valueBase)), valueSlots*8); err != nil {
+		C.free(e.valueBase)
+		C.mscclpp_fab_close(c)
+		return nil, err
+	}
+	return e, nil
+}
+
+// Provider is the endpoint's provider, as libfabric names it (e.g. "tcp", "verbs;ofi_rxm").
+func (e *Endpoint) Provider() string { return e.provider }
+
+// Domain is the endpoint's domain (NIC or interface).
+func (e *Endpoint) Domain() string { return e.domain }
+
+func (e *Endpoint) String() string { return fmt.Sprintf("libfabric %s endpoint on %s", e.provider, e.domain) }
+
+// Address returns the endpoint's address, for a peer's AddPeer.
+func (e *Endpoint) Address() ([]byte, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.c == nil {
+		return nil, ErrClosed
+	}
+	buf := make([]byte, 256)
+	n := C.size_t(len(buf))
+	if r := C.mscclpp_fab_name(e.c, unsafe.Pointer(&buf[0]), &n); r != 0 {
+		return nil, fabricError("fi_getname", r)
+	}
+	return buf[:n], nil
+}
+
+// AddPeer adds a peer's address (its Address) to the address vector.
+func (e *Endpoint) AddPeer(addr []byte) (Peer, error) {
+	if len(addr) == 0 {
+		return 0, fmt.Errorf("add peer: empty address: %w", errs.ErrInvalidArgument)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.c == nil {
+		return 0, ErrClosed
+	}
+	c := C.CBytes(addr)
+	defer C.free(c)
+	var a C.uint64_t
+	if r := C.mscclpp_fab_insert(e.c, c, &a); r != 0 {
+		return 0, fabricError("fi_av_insert", r)
+	}
+	return Peer(a), nil
+}
+
+// Region is memory registered with an endpoint: a source of its writes and a target of its
+// peers'.
+type Region struct {
+	mr   *C.struct_mscclpp_fab_mr
+	Addr uint64 // where the memory starts in this process
+	Size uint64
+	Key  uint64 // the key a peer's writes name it by
+}
+
+// Remote is a peer's registered memory, as the peer described it.
+type Remote struct {
+	Addr uint64 // where it starts in the peer's process
+	Size uint64
+	Key  uint64
+}
+
+// Remote describes r for a peer.
+func (r *Region) Remote() Remote { return Remote{Addr: r.Addr, Size: r.Size, Key: r.Key} }
+
+// Register registers size bytes of host memory at addr (memory that Go's collector does not
+// move: C allocations, mmap) for writes from and into it.
+func (e *Endpoint) Register(addr, size uint64) (*Region, error) {
+	if addr == 0 || size == 0 {
+		return nil, fmt.Errorf("register %d bytes at %#x: %w", size, addr, errs.ErrInvalidArgument)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.c == nil {
+		return nil, ErrClosed
+	}
+	r := &Region{Addr: addr, Size: size}
+	var key C.uint64_t
+	var where *C.char
+	if rc := C.mscclpp_fab_reg(e.c, C.uint64_t(addr), C.size_t(size), 0, &r.mr, &key, &where); rc != 0 {
+		return nil, fmt.Errorf("register %d bytes at %#x with %v: %w", size, addr, e, fabricError(C.GoString(where), rc))
+	}
+	r.Key = uint64(key)
+	return r, nil
+}
+
+// Deregister releases the registration.
+func (r *Region) Deregister() error {
+	if r.mr == nil {
+		return nil
+	}
+	rc := C.mscclpp_fab_unreg(r.mr)
+	r.mr = nil
+	if rc != 0 {
+		return fabricError("fi_close (memory region)", rc)
+	}
+	return nil
+}
+
+// Write posts a write of n bytes from src at srcOff to the peer's dst at dstOff, cut into
+// messages the provider takes. It returns once the writes are posted; Flush waits for them.
+// Writes of one endpoint land in the order they were posted.
+func (e *Endpoint) Write(peer Peer, src *Region, srcOff uint64, dst Remote, dstOff, n uint64) error {
+	switch {
+	case srcOff > src.Size || n > src.Size-srcOff:
+		return fmt.Errorf("write %d bytes from offset %d of a %d-byte region: %w", n, srcOff, src.Size, errs.ErrInvalidArgument)
+	case dstOff > dst.Size || n > dst.Size-dstOff:
+		return fmt.Errorf("write %d bytes to offset %d of the peer's %d-byte region: %w", n, dstOff, dst.Size, errs.ErrInvalidArgument)
+	case n == 0:
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for done := uint64(0); done < n; {
+		chunk := min(n-done, e.maxMsg)
+		if err := e.post(peer, src, srcOff+done, dst, dstOff+done, chunk); err != nil {
+			return err
+		}
+		done += chunk
+	}
+	return nil
+}
+
+// WriteValue posts, after every write posted before it, an 8-byte write of value to the peer's
+// dst at dstOff: a signal.
+func (e *Endpoint) WriteValue(peer Peer, dst Remote, dstOff, value uint64) error {
+	if dstOff > dst.Size || 8 > dst.Size-dstOff {
+		return fmt.Errorf("write 8 bytes to offset %d of the peer's %d-byte region: %w", dstOff, dst.Size, errs.ErrInvalidArgument)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// The source word must stay as written until its write completes: reuse a slot only once
+	// the write that used it before has completed.
+	slot := e.posted % valueSlots
+	for e.posted-e.completed >= valueSlots {
+		if err := e.poll(); err != nil {
+			return err
+		}
+	}
+	*(*uint64)(unsafe.Add(e.valueBase, slot*8)) = value
+	return e.post(peer, e.values, slot*8, dst, dstOff, 8)
+}
+
+// post posts one write. e.mu is held.
+func (e *Endpoint) post(peer Peer, src *Region, srcOff uint64, dst Remote, dstOff, n uint64) error {
+	if e.c == nil {
+		return ErrClosed
+	}
+	if e.failure != nil {
+		return e.failure
+	}
+	raddr := dstOff
+	if e.virtAddr {
+		raddr = dst.Addr + dstOff
+	}
+	for {
+		r := C.mscclpp_fab_write(e.c, C.uint64_t(src.Addr+srcOff), C.size_t(n), src.mr, C.uint64_t(peer),
+			C.uint64_t(raddr), C.uint64_t(dst.Key), C.uint64_t(e.posted+1))
+		if r == 0 {
+			e.posted++
+			return nil
+		}
+		if r != -C.ssize_t(C.FI_EAGAIN) {
+			return fabricError("fi_write", C.int(r))
+		}
+		if err := e.poll(); err != nil {
+			return err
+		}
+	}
+}
+
+// Progress reads the completions there are and lets the provider move data, incoming writes
+// included (providers with manual progress move them only then).
+func (e *Endpoint) Progress() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.c == nil {
+		return ErrClosed
+	}
+	return e.poll()
+}
+
+// poll reads completions. e.mu is held.
+func (e *Endpoint) poll() error {
+	var ctxs [64]C.uint64_t
+	var msg [256]C.char
+	for {
+		n := C.mscclpp_fab_poll(e.c, &ctxs[0], C.size_t(len(ctxs)), &msg[0], C.size_t(len(msg)))
+		if n < 0 {
+			if e.failure == nil {
+				e.failure = fmt.Errorf("%v: a write failed: %s: %w", e, C.GoString(&msg[0]), fabricError("fi_cq_read", C.int(n)))
+			}
+			return e.failure
+		}
+		e.completed += uint64(n)
+		if n < C.ssize_t(len(ctxs)) {
+			return nil
+		}
+	}
+}
+
+// Pending is the number of writes posted and not yet completed.
+func (e *Endpoint) Pending() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.posted - e.completed
+}
+
+// Flush waits until every write posted so far has completed (its data is at the peer), or ctx
+// ends.
+func (e *Endpoint) Flush(ctx context.Context) error {
+	e.mu.Lock()
+	target := e.posted
+	e.mu.Unlock()
+	for spins := 0; ; spins++ {
+		e.mu.Lock()
+		if e.c == nil {
+			e.mu.Unlock()
+			return ErrClosed
+		}
+		err := e.poll()
+		done := e.completed >= target
+		e.mu.Unlock()
+		if err != nil || done {
+			return err
+		}
+		if spins > 1000 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("%v: flush: %w", e, err)
+			}
+			time.Sleep(time.Microsecond)
+		}
+	}
+}
+
+// Close closes the endpoint; writes in flight are dropped.
+func (e *Endpoint) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.c == nil {
+		return ErrClosed
+	}
+	err := e.values.Deregister()
+	C.mscclpp_fab_close(e.c)
+	C.free(e.valueBase)
+	e.c, e.valueBase = nil, nil
+	return err
+}
+
+// Has reports whether the provider name (or a layered provider over it) is available.
+func Has(name string) bool {
+	p, err := Providers()
+	return err == nil && slices.Contains(p, resolve(name))
+}

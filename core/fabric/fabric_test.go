@@ -1,0 +1,199 @@
+package fabric
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/config"
+)
+
+// hostMemory maps n bytes of anonymous memory, which Go's collector does not move.
+func hostMemory(t *testing.T, n int) []byte {
+	t.Helper()
+	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Munmap(b) })
+	return b
+}
+
+func addr(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
+
+// pair opens two endpoints of provider (on domain) and makes each the other's peer.
+func pair(t *testing.T, provider, domain string) (a, b *Endpoint, ab, ba Peer) {
+	t.Helper()
+	if !Has(provider) {
+		t.Skipf("libfabric offers no %s provider here", provider)
+	}
+	var err error
+	a, err = Open(provider, domain)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, a.Close()) })
+	b, err = Open(provider, domain)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, b.Close()) })
+	aAddr, err := a.Address()
+	require.NoError(t, err)
+	bAddr, err := b.Address()
+	require.NoError(t, err)
+	ab, err = a.AddPeer(bAddr)
+	require.NoError(t, err)
+	ba, err = b.AddPeer(aAddr)
+	require.NoError(t, err)
+	return a, b, ab, ba
+}
+
+// progressInBackground keeps e progressing until the test ends, as a rank's proxy does: on
+// providers with manual progress, a peer's writes (and its connection setup) move only then.
+func progressInBackground(t *testing.T, e *Endpoint) {
+	t.Helper()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := e.Progress(); err != nil {
+				return
+			}
+			time.Sleep(time.Microsecond)
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+}
+
+// waitWord spins until the 8-byte word at w reads want, making e progress (incoming writes move
+// only then on providers with manual progress), or fails after the deadline.
+func waitWord(t *testing.T, e, sender *Endpoint, w *uint64, want uint64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for atomic.LoadUint64(w) != want {
+		require.NoError(t, e.Progress())
+		require.NoError(t, sender.Progress())
+		require.False(t, time.Now().After(deadline), "signal %d never came (word reads %d)", want, atomic.LoadUint64(w))
+	}
+}
+
+// TestPutSignalWait: one endpoint writes n bytes into its peer's memory, then a signal word; the
+// peer waits for the signal and finds every byte, for sizes from 1 B to 256 MiB, over the real
+// tcp (loopback) and shm providers.
+func TestPutSignalWait(t *testing.T) {
+	const maxBytes = 256 << 20
+	for _, prov := range []struct{ name, domain string }{{"tcp", "lo"}, {"shm", ""}} {
+		t.Run(prov.name, func(t *testing.T) {
+			a, b, ab, _ := pair(t, prov.name, prov.domain)
+			t.Logf("%v and %v", a, b)
+			progressInBackground(t, b)
+			src := hostMemory(t, maxBytes)
+			dst := hostMemory(t, maxBytes+8)
+			srcReg, err := a.Register(addr(src), maxBytes)
+			require.NoError(t, err)
+			defer srcReg.Deregister()
+			dstReg, err := b.Register(addr(dst), maxBytes+8)
+			require.NoError(t, err)
+			defer dstReg.Deregister()
+			signal := (*uint64)(unsafe.Pointer(&dst[maxBytes]))
+
+			round := uint64(0)
+			for n := 1; n <= maxBytes; n *= 4 {
+				round++
+				for i := range n {
+					src[i] = byte(i*7 + int(round))
+				}
+				require.NoError(t, a.Write(ab, srcReg, 0, dstReg.Remote(), 0, uint64(n)))
+				require.NoError(t, a.WriteValue(ab, dstReg.Remote(), maxBytes, round))
+				waitWord(t, b, a, signal, round)
+				wrong := 0
+				for i := range n {
+					if dst[i] != byte(i*7+int(round)) {
+						wrong++
+					}
+				}
+				assert.Zero(t, wrong, "%d of %d bytes wrong", wrong, n)
+				require.NoError(t, a.Flush(context.Background()))
+				assert.Zero(t, a.Pending())
+			}
+		})
+	}
+}
+
+// TestWriteRefusesOutOfRange: writes outside either region are refused before anything is posted.
+func TestWriteRefusesOutOfRange(t *testing.T) {
+	a, b, ab, _ := pair(t, "tcp", "lo")
+	src := hostMemory(t, 4096)
+	dst := hostMemory(t, 4096)
+	s, err := a.Register(addr(src), 4096)
+	require.NoError(t, err)
+	defer s.Deregister()
+	d, err := b.Register(addr(dst), 4096)
+	require.NoError(t, err)
+	defer d.Deregister()
+	tests := []struct {
+		name                 string
+		srcOff, dstOff, size uint64
+	}{
+		{"source past its end", 4000, 0, 100},
+		{"destination past its end", 0, 4000, 100},
+		{"offset overflow", 1 << 63, 0, 1 << 63},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := a.Write(ab, s, tc.srcOff, d.Remote(), tc.dstOff, tc.size)
+			assert.ErrorIs(t, err, errs.ErrInvalidArgument)
+		})
+	}
+	assert.ErrorIs(t, a.WriteValue(ab, d.Remote(), 4092, 1), errs.ErrInvalidArgument)
+	assert.Zero(t, a.Pending())
+}
+
+// TestNetworkProvider: MSCCLPP_NET_PROVIDER wins; without it the first of verbs, efa, cxi, tcp
+// that the machine offers is picked.
+func TestNetworkProvider(t *testing.T) {
+	have, err := Providers()
+	require.NoError(t, err)
+	t.Logf("providers: %v", have)
+	fmt.Println("providers:", have)
+	config.NetProvider.Set("shm")
+	p, err := NetworkProvider()
+	config.NetProvider.Reset()
+	require.NoError(t, err)
+	assert.Equal(t, "shm", p)
+
+	p, err = NetworkProvider()
+	require.NoError(t, err)
+	rank := func(name string) int {
+		for i, w := range networkPreference {
+			if name == w || len(name) > len(w) && name[:len(w)+1] == w+";" {
+				return i
+			}
+		}
+		return -1
+	}
+	require.GreaterOrEqual(t, rank(p), 0, "picked %q", p)
+	for _, q := range have {
+		if r := rank(q); r >= 0 {
+			assert.LessOrEqual(t, rank(p), r, "picked %q although %q is preferred", p, q)
+		}
+	}
+}
+
+// TestOpenUnknownProvider names the provider and lists the available ones.
+func TestOpenUnknownProvider(t *testing.T) {
+	_, err := Open("no-such-provider", "")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrUnavailable)
+	assert.Contains(t, err.Error(), `"no-such-provider"`)
+	fmt.Println(err)
+}

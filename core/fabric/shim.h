@@ -1,0 +1,81 @@
+/*
+ * Declarations of the C side of package fabric. Nothing here links against libfabric: its
+ * headers supply types and the inline calls that go through each object's ops table, and the
+ * six exported functions (fi_getinfo, fi_freeinfo, fi_dupinfo, fi_fabric, fi_strerror,
+ * fi_version) are called through pointers resolved with dlsym.
+ */
+#ifndef MSCCLPP_FABRIC_SHIM_H
+#define MSCCLPP_FABRIC_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <rdma/fi_errno.h>
+
+#pragma GCC visibility push(hidden)
+
+/* One open RDM endpoint and what it hangs on. */
+struct mscclpp_fab_ep;
+struct mscclpp_fab_mr;
+
+/* mscclpp_fab_load dlopens path and resolves the exported functions; -1 and a message on failure. */
+int mscclpp_fab_load(const char *path, char *err, size_t err_len);
+
+/* mscclpp_fab_version returns fi_version() of the loaded library (major << 16 | minor). */
+uint32_t mscclpp_fab_version(void);
+
+/* mscclpp_fab_strerror returns fi_strerror(code) (code positive). */
+const char *mscclpp_fab_strerror(int code);
+
+/*
+ * mscclpp_fab_providers writes the names of the providers that offer an RDM endpoint with RMA
+ * and write-after-write ordering, separated by commas, into out. Returns 0 or a negative
+ * libfabric error.
+ */
+int mscclpp_fab_providers(char *out, size_t out_len);
+
+/*
+ * mscclpp_fab_open opens an RDM endpoint of provider prov (NULL: libfabric's first choice), with
+ * a completion queue and an address vector. domain, when not NULL, picks the domain (NIC) by
+ * name. Returns 0 or a negative libfabric error; where says which step failed.
+ */
+int mscclpp_fab_open(const char *prov, const char *domain, struct mscclpp_fab_ep **out, const char **where);
+
+/* Facts about an open endpoint. */
+const char *mscclpp_fab_provider_name(struct mscclpp_fab_ep *e);
+const char *mscclpp_fab_domain_name(struct mscclpp_fab_ep *e);
+const char *mscclpp_fab_fabric_name(struct mscclpp_fab_ep *e);
+int mscclpp_fab_virt_addr(struct mscclpp_fab_ep *e); /* remote addresses are virtual addresses, not offsets */
+size_t mscclpp_fab_max_msg(struct mscclpp_fab_ep *e);
+
+/* mscclpp_fab_name copies the endpoint's address into buf (*len bytes at most) and sets *len. */
+int mscclpp_fab_name(struct mscclpp_fab_ep *e, void *buf, size_t *len);
+
+/* mscclpp_fab_insert adds a peer's address to the address vector and returns its fi_addr_t. */
+int mscclpp_fab_insert(struct mscclpp_fab_ep *e, const void *addr, uint64_t *fi_addr);
+
+/* mscclpp_fab_reg registers len bytes at addr for local writes and remote writes into it. */
+int mscclpp_fab_reg(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, uint64_t requested_key,
+		    struct mscclpp_fab_mr **out, uint64_t *key, const char **where);
+int mscclpp_fab_unreg(struct mscclpp_fab_mr *mr);
+
+/*
+ * mscclpp_fab_write posts a write of len bytes from addr (inside mr) to raddr/key at peer, with
+ * context ctx in its completion. Returns 0, -FI_EAGAIN (progress, then retry) or an error.
+ */
+ssize_t mscclpp_fab_write(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, struct mscclpp_fab_mr *mr,
+			  uint64_t peer, uint64_t raddr, uint64_t key, uint64_t ctx);
+
+/*
+ * mscclpp_fab_poll reads up to max completions, storing their contexts in ctxs; it returns how
+ * many, 0 when there are none, or a negative error, whose text it copies into err.
+ */
+ssize_t mscclpp_fab_poll(struct mscclpp_fab_ep *e, uint64_t *ctxs, size_t max, char *err, size_t err_len);
+
+/* mscclpp_fab_close closes the endpoint and everything it hangs on. */
+void mscclpp_fab_close(struct mscclpp_fab_ep *e);
+
+#pragma GCC visibility pop
+
+#endif
