@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
 // DeviceType says what kind of device an endpoint's memory lives on.
@@ -200,6 +201,11 @@ func HostHash() uint64 { return thisProcess().host }
 // hostHash returns this host's identity: hashHostIdentity of the host name and the kernel's boot
 // id, or the machine id where there is no boot id.
 func hostHash() uint64 {
+	if id := config.HostID.Get(); id != "" {
+		// MSCCLPP_HOSTID: processes of one machine that set different values act as separate
+		// hosts (their connections cannot use CUDA IPC).
+		return hashHostIdentity("MSCCLPP_HOSTID", id)
+	}
 	name, _ := os.Hostname()
 	id := ""
 	for _, f := range []string{"/proc/sys/kernel/random/boot_id", "/etc/machine-id"} {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/mscclpp-go/mscclpp/internal/config"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,6 +80,18 @@ func TestHostIdentity(t *testing.T) {
 	assert.NotEqual(t, a, hashHostIdentity("node2", "boot-a"), "host name counts")
 	assert.NotEqual(t, a, hashHostIdentity("node1", "boot-b"), "boot id counts")
 	assert.NotEqual(t, hashHostIdentity("ab", "c"), hashHostIdentity("a", "bc"), "the parts are separated")
+
+	// MSCCLPP_HOSTID replaces the machine's identity: different values, different hosts.
+	t.Cleanup(config.HostID.Reset)
+	machine := hostHash()
+	config.HostID.Set("host-a")
+	hostA := hostHash()
+	config.HostID.Set("host-b")
+	assert.NotEqual(t, hostA, hostHash(), "two MSCCLPP_HOSTID values")
+	assert.NotEqual(t, machine, hostA, "MSCCLPP_HOSTID against the machine's identity")
+	config.HostID.Set("host-a")
+	assert.Equal(t, hostA, hostHash())
+	config.HostID.Reset()
 
 	here := thisProcess()
 	assert.Equal(t, here, thisProcess(), "drawn once")
