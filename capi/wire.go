@@ -26,7 +26,7 @@ const (
 // (core/semaphore.go: magic, version, endpoint, token). A C struct holds the encoding followed by
 // zeros. wire_test.go checks them against core and against the C sizes.
 const (
-	endpointWireBytes = 48
+	endpointWireBytes = 192
 	memoryWireBytes   = 128
 	stubWireBytes     = 8 + endpointWireBytes + memoryWireBytes
 )

@@ -22,8 +22,8 @@ func TestWireLengthsFitCStructs(t *testing.T) {
 			t.Errorf("%s: encoding of %d bytes does not fit the C struct of %d", c.what, c.wire, c.cSize)
 		}
 	}
-	if cEndpointBytes != 64 || cSemaphoreStubBytes != 192 || cMemoryDescBytes != 128 {
-		t.Errorf("C sizes %d, %d, %d; core.h documents 64, 192, 128", cEndpointBytes, cSemaphoreStubBytes, cMemoryDescBytes)
+	if cEndpointBytes != 256 || cSemaphoreStubBytes != 384 || cMemoryDescBytes != 128 {
+		t.Errorf("C sizes %d, %d, %d; core.h documents 256, 384, 128", cEndpointBytes, cSemaphoreStubBytes, cMemoryDescBytes)
 	}
 }
 

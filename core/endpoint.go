@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -60,6 +61,9 @@ type Endpoint struct {
 	config EndpointConfig
 	origin origin
 	id     uint64
+	// address is where a network or shared-memory peer reaches the endpoint: the libfabric
+	// endpoint's name (empty for CUDA IPC).
+	address string
 }
 
 // origin identifies the process that created an endpoint, a registered memory or a semaphore
@@ -101,21 +105,23 @@ var (
 	ErrDifferentHost = errs.New(errs.ErrInvalidUsage, "CUDA IPC needs both ends on one host")
 )
 
-// Wire format of an endpoint, little-endian, 48 bytes:
+// Wire format of an endpoint, little-endian, 192 bytes:
 //
 //	magic uint32 | version uint32 | transport uint32 | device type uint32 | device id int32 |
-//	pid uint32 | host uint64 | process uint64 | id uint64
+//	pid uint32 | host uint64 | process uint64 | id uint64 | address length uint32 |
+//	reserved uint32 | address [maxAddressBytes]byte (zero past its length)
 const (
 	endpointMagic   = 0x5045534d // "MSEP"
-	endpointVersion = 1
-	endpointBytes   = 6*4 + 3*8
+	endpointVersion = 2
+	maxAddressBytes = 136
+	endpointBytes   = 6*4 + 3*8 + 8 + maxAddressBytes
 	// maxDeviceID bounds device ids read from the wire; CUDA ordinals are far smaller.
 	maxDeviceID = 1 << 16
 )
 
 // MarshalBinary encodes the endpoint for UnmarshalEndpoint; it never fails.
 func (e Endpoint) MarshalBinary() ([]byte, error) {
-	b := make([]byte, 0, endpointBytes)
+	b := make([]byte, 0, endpointBytes) // zeros past the address, which newEndpoint bounds
 	b = binary.LittleEndian.AppendUint32(b, endpointMagic)
 	b = binary.LittleEndian.AppendUint32(b, endpointVersion)
 	b = binary.LittleEndian.AppendUint32(b, uint32(e.config.Transport))
@@ -125,7 +131,10 @@ func (e Endpoint) MarshalBinary() ([]byte, error) {
 	b = binary.LittleEndian.AppendUint64(b, e.origin.host)
 	b = binary.LittleEndian.AppendUint64(b, e.origin.process)
 	b = binary.LittleEndian.AppendUint64(b, e.id)
-	return b, nil
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(e.address)))
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	b = append(b, e.address...)
+	return b[:endpointBytes], nil
 }
 
 // UnmarshalEndpoint decodes an endpoint MarshalBinary encoded, possibly in another process.
@@ -159,6 +168,17 @@ func UnmarshalEndpoint(b []byte) (Endpoint, error) {
 		},
 		id: binary.LittleEndian.Uint64(b[40:]),
 	}
+	n, reserved := binary.LittleEndian.Uint32(b[48:]), binary.LittleEndian.Uint32(b[52:])
+	addr := b[56:]
+	switch {
+	case reserved != 0:
+		return Endpoint{}, fmt.Errorf("%w: reserved field %#x", ErrBadEndpoint, reserved)
+	case n > maxAddressBytes:
+		return Endpoint{}, fmt.Errorf("%w: address of %d bytes, at most %d", ErrBadEndpoint, n, maxAddressBytes)
+	case slices.ContainsFunc(addr[n:], func(c byte) bool { return c != 0 }):
+		return Endpoint{}, fmt.Errorf("%w: bytes after the address", ErrBadEndpoint)
+	}
+	e.address = string(addr[:n])
 	if err := checkEndpointConfig(e.config); err != nil {
 		return Endpoint{}, fmt.Errorf("%w: %w", ErrBadEndpoint, err)
 	}

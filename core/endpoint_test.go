@@ -38,7 +38,10 @@ func TestUnmarshalEndpointRefuses(t *testing.T) {
 		"truncated":         valid[:len(valid)-1],
 		"trailing byte":     append(append([]byte(nil), valid...), 0),
 		"wrong magic":       corrupt(func(b []byte) []byte { b[0] ^= 0xff; return b }),
-		"wrong version":     corrupt(func(b []byte) []byte { b[4] = 2; return b }),
+		"wrong version":     corrupt(func(b []byte) []byte { b[4] = 1; return b }),
+		"reserved set":      corrupt(func(b []byte) []byte { b[52] = 1; return b }),
+		"address too long":  corrupt(func(b []byte) []byte { b[48] = maxAddressBytes + 1; return b }),
+		"bytes after it":    corrupt(func(b []byte) []byte { b[48], b[60] = 3, 7; return b }),
 		"unknown transport": corrupt(func(b []byte) []byte { b[8] = 9; return b }),
 		"unknown device":    corrupt(func(b []byte) []byte { b[12] = 5; return b }),
 		"negative GPU":      corrupt(func(b []byte) []byte { b[16], b[17], b[18], b[19] = 0xff, 0xff, 0xff, 0xff; return b }),
@@ -57,6 +60,11 @@ func FuzzUnmarshalEndpoint(f *testing.F) {
 	for _, ep := range []Endpoint{
 		testEndpoint(thisProcess(), TransportP2P, gpu0, 1),
 		testEndpoint(otherHost(), TransportIB, Device{Type: DeviceCPU}, 2),
+		func() Endpoint {
+			e := testEndpoint(otherHost(), TransportSHM, Device{Type: DeviceCPU}, 3)
+			e.address = "fi_shm://12345"
+			return e
+		}(),
 	} {
 		b, _ := ep.MarshalBinary()
 		f.Add(b)

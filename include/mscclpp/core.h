@@ -80,11 +80,11 @@ typedef struct mscclppSemaphore_s* mscclppSemaphore_t;    /* a pair of signal co
 /* Where an endpoint lives. */
 typedef enum { mscclppDeviceCPU = 0, mscclppDeviceGPU = 1 } mscclppDeviceType_t;
 
-#define MSCCLPP_ENDPOINT_BYTES 64
-#define MSCCLPP_SEMAPHORE_STUB_BYTES 192
+#define MSCCLPP_ENDPOINT_BYTES 256
+#define MSCCLPP_SEMAPHORE_STUB_BYTES 384
 #define MSCCLPP_MEMORY_DESC_BYTES 128
 
-/* A serialized endpoint (transport, device, host and process identity). */
+/* A serialized endpoint (transport, device, host and process identity, network address). */
 typedef struct { char internal[MSCCLPP_ENDPOINT_BYTES]; } mscclppEndpoint;
 /* A serialized semaphore stub: one side's inbound counter, for the peer to reach. */
 typedef struct { char internal[MSCCLPP_SEMAPHORE_STUB_BYTES]; } mscclppSemaphoreStub;
