@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
 )
 
@@ -58,7 +57,7 @@ func (c *Connection) Write(dst RegisteredMemory, dstOffset uint64, src Registere
 		return fmt.Errorf("%s: size too large: %w", what, errs.ErrInvalidArgument)
 	}
 	return c.onStream(what, func() error {
-		return c.link.write(dst.data+cuda.DevicePtr(dstOffset), src.data+cuda.DevicePtr(srcOffset), int(size))
+		return c.link.write(dst, dstOffset, src, srcOffset, size)
 	})
 }
 
@@ -70,11 +69,11 @@ func (c *Connection) UpdateAndSync(dst RegisteredMemory, dstOffset uint64, value
 	if err := checkRange(dst, dstOffset, 8); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if (uint64(dst.data)+dstOffset)%8 != 0 {
-		return fmt.Errorf("%s: address %#x is not 8-byte aligned: %w", what, uint64(dst.data)+dstOffset, errs.ErrInvalidArgument)
+	if (uint64(dst.addr)+dstOffset)%8 != 0 {
+		return fmt.Errorf("%s: address %#x is not 8-byte aligned: %w", what, uint64(dst.addr)+dstOffset, errs.ErrInvalidArgument)
 	}
 	return c.onStream(what, func() error {
-		return c.link.writeValue(dst.data+cuda.DevicePtr(dstOffset), value)
+		return c.link.writeValue(dst, dstOffset, value)
 	})
 }
 
@@ -112,7 +111,11 @@ func (c *Connection) onStream(what string, f func() error) error {
 	if c.ctx.closed {
 		return fmt.Errorf("%s: %w", what, ErrContextClosed)
 	}
-	if err := c.gpu.do(f); err != nil {
+	run := f
+	if c.gpu != nil { // CUDA IPC: driver calls on the GPU's context
+		run = func() error { return c.gpu.do(f) }
+	}
+	if err := run(); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
@@ -120,7 +123,7 @@ func (c *Connection) onStream(what string, f func() error) error {
 
 // checkRange refuses [off, off+size) outside m, and memory not usable in this process.
 func checkRange(m RegisteredMemory, off, size uint64) error {
-	if m.data == 0 {
+	if m.size == 0 || m.data == 0 && !isFabric(m.transport) { // a peer's libfabric memory is reached by its key
 		return fmt.Errorf("memory is not registered or mapped in this process: %w", errs.ErrInvalidArgument)
 	}
 	if off > m.size || size > m.size-off {

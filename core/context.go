@@ -35,6 +35,7 @@ type Context struct {
 	opened   map[openKey]*mapping             // peer allocation mapped on a GPU -> its mapping
 	peers    map[[2]int]bool                  // (from, to): from's context may access to's memory
 	conns    []*Connection
+	fabrics  map[Transport]*fabricNet // the libfabric endpoint of each libfabric transport used
 }
 
 // contextGPU is what a context holds on one GPU.
@@ -73,11 +74,15 @@ func NewContext() *Context {
 		exported: map[allocation]cuda.IpcMemHandle{},
 		opened:   map[openKey]*mapping{},
 		peers:    map[[2]int]bool{},
+		fabrics:  map[Transport]*fabricNet{},
 	}
 }
 
 // CreateEndpoint returns an endpoint for cfg in this process. A GPU endpoint's device must
-// exist; IB and SHM are refused with ErrTransportUnavailable.
+// exist. IB (the network) and SHM (shared memory) go through libfabric and take host memory
+// (CPU endpoints); the first such endpoint opens the context's libfabric endpoint for the
+// transport, whose address the Endpoint carries. They are refused with ErrTransportUnavailable
+// for GPU endpoints, and where libfabric is missing.
 func (c *Context) CreateEndpoint(cfg EndpointConfig) (Endpoint, error) {
 	c.life.RLock()
 	defer c.life.RUnlock()
@@ -90,6 +95,29 @@ func (c *Context) CreateEndpoint(cfg EndpointConfig) (Endpoint, error) {
 	if err := CheckTransport(cfg.Transport, "create endpoint for "+cfg.Device.String()); err != nil {
 		return Endpoint{}, err
 	}
+	ep := Endpoint{config: cfg, origin: thisProcess(), id: rand.Uint64()}
+	if isFabric(cfg.Transport) {
+		if cfg.Device.Type == DeviceGPU {
+			_, err := transportFor(cfg.Transport, "create endpoint for "+cfg.Device.String())
+			return Endpoint{}, err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		n, err := c.fabric(cfg.Transport)
+		if err != nil {
+			return Endpoint{}, fmt.Errorf("create endpoint for %v over %v: %w", cfg.Device, cfg.Transport, err)
+		}
+		addr, err := n.ep.Address()
+		if err != nil {
+			return Endpoint{}, fmt.Errorf("create endpoint for %v over %v: %w", cfg.Device, cfg.Transport, err)
+		}
+		if len(addr) > maxAddressBytes {
+			return Endpoint{}, fmt.Errorf("create endpoint over %v: the %s address has %d bytes, endpoints carry %d: %w",
+				cfg.Transport, n.ep.Provider(), len(addr), maxAddressBytes, ErrTransportUnavailable)
+		}
+		ep.address = string(addr)
+		return ep, nil
+	}
 	if cfg.Device.Type == DeviceGPU {
 		c.mu.Lock()
 		_, err := c.gpu(cfg.Device.ID)
@@ -98,7 +126,20 @@ func (c *Context) CreateEndpoint(cfg EndpointConfig) (Endpoint, error) {
 			return Endpoint{}, fmt.Errorf("create endpoint for %v: %w", cfg.Device, err)
 		}
 	}
-	return Endpoint{config: cfg, origin: thisProcess(), id: rand.Uint64()}, nil
+	return ep, nil
+}
+
+// fabric returns the context's libfabric endpoint for t, opening it on first use. c.mu is held.
+func (c *Context) fabric(t Transport) (*fabricNet, error) {
+	if n, ok := c.fabrics[t]; ok {
+		return n, nil
+	}
+	n, err := openFabric(t)
+	if err != nil {
+		return nil, err
+	}
+	c.fabrics[t] = n
+	return n, nil
 }
 
 // Connect returns this side of a connection from local, an endpoint this process created, to
@@ -118,6 +159,19 @@ func (c *Context) Connect(local, remote Endpoint) (*Connection, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if isFabric(local.config.Transport) {
+		n, err := c.fabric(local.config.Transport)
+		if err != nil {
+			return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
+		}
+		l, err := n.connect(remote)
+		if err != nil {
+			return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
+		}
+		conn := &Connection{ctx: c, local: local, remote: remote, link: l}
+		c.conns = append(c.conns, conn)
+		return conn, nil
+	}
 	g, err := c.gpu(local.config.Device.ID)
 	if err != nil {
 		return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
@@ -156,6 +210,17 @@ func checkConnect(local, remote Endpoint, here origin) error {
 	if err := CheckTransport(local.config.Transport, what); err != nil {
 		return err
 	}
+	if t := local.config.Transport; isFabric(t) {
+		switch {
+		case local.config.Device.Type != DeviceCPU || remote.config.Device.Type != DeviceCPU:
+			return fmt.Errorf("%s: %v connects host memory (CPU endpoints) only; GPU memory over libfabric is not implemented yet: %w", what, t, ErrTransportUnavailable)
+		case remote.address == "":
+			return fmt.Errorf("%s: the remote endpoint has no address: %w", what, errs.ErrInvalidArgument)
+		case t == TransportSHM && !remote.origin.sameHost(here):
+			return fmt.Errorf("%s: shared memory needs both ends on one host; the remote endpoint is on host %016x, this is host %016x: %w", what, remote.origin.host, here.host, ErrDifferentHost)
+		}
+		return nil
+	}
 	switch {
 	case local.config.Device.Type != DeviceGPU || remote.config.Device.Type != DeviceGPU:
 		return fmt.Errorf("%s: CUDA IPC connects GPU endpoints only: %w", what, errs.ErrInvalidArgument)
@@ -180,6 +245,9 @@ func (c *Context) RegisterMemory(ptr cuda.DevicePtr, size uint64, transports Tra
 	}
 	if err := CheckTransport(transports, what); err != nil {
 		return RegisteredMemory{}, err
+	}
+	if isFabric(transports) {
+		return c.registerHost(ptr, size, transports)
 	}
 	typ, err := cuda.PointerMemoryType(ptr)
 	if errors.Is(err, cuda.ErrNoDevice) || errors.Is(err, cuda.ErrDriverNotFound) {
@@ -254,6 +322,30 @@ func (c *Context) register(ptr cuda.DevicePtr, size uint64, ordinal int, t Trans
 	}, nil
 }
 
+// registerHost registers size bytes of host memory at ptr with the context's libfabric endpoint
+// for transport t. c.life is read-held.
+func (c *Context) registerHost(ptr cuda.DevicePtr, size uint64, t Transport) (RegisteredMemory, error) {
+	what := fmt.Sprintf("register %d bytes at %#x for %v", size, uint64(ptr), t)
+	if typ, err := cuda.PointerMemoryType(ptr); err == nil && typ == cuda.MemoryTypeDevice {
+		_, err := transportFor(t, what)
+		return RegisteredMemory{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err := c.fabric(t)
+	if err != nil {
+		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
+	}
+	h, err := n.register(ptr, size)
+	if err != nil {
+		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return RegisteredMemory{
+		data: ptr, size: size, transport: t, origin: thisProcess(),
+		addr: ptr, handle: h, mappedOn: notMapped,
+	}, nil
+}
+
 // checkWithin refuses [ptr, ptr+size) outside the allocation [base, base+allocSize).
 func checkWithin(ptr cuda.DevicePtr, size uint64, base cuda.DevicePtr, allocSize uint64) error {
 	if ptr < base || uint64(ptr-base) > allocSize || size > allocSize-uint64(ptr-base) {
@@ -275,6 +367,12 @@ func (c *Context) Close() error {
 	}
 	c.closed = true
 	var errList []error
+	for t, n := range c.fabrics {
+		if err := n.close(); err != nil {
+			errList = append(errList, fmt.Errorf("%v: %w", t, err))
+		}
+	}
+	c.fabrics = nil
 	for dev, g := range c.gpus {
 		err := g.do(func() error {
 			var errList []error

@@ -28,8 +28,8 @@ func TestCreateEndpoint(t *testing.T) {
 		class error
 		words string
 	}{
-		{"IB", EndpointConfig{Transport: TransportIB, Device: gpu0}, ErrTransportUnavailable, "no RDMA device"},
-		{"SHM", EndpointConfig{Transport: TransportSHM, Device: gpu0}, ErrTransportUnavailable, "not implemented"},
+		{"IB for GPU memory", EndpointConfig{Transport: TransportIB, Device: gpu0}, ErrTransportUnavailable, "GPU memory over libfabric is not implemented yet"},
+		{"SHM for GPU memory", EndpointConfig{Transport: TransportSHM, Device: gpu0}, ErrTransportUnavailable, "GPU memory over libfabric is not implemented yet"},
 		{"unknown transport", EndpointConfig{Transport: 7, Device: gpu0}, errs.ErrInvalidArgument, "unknown transport 7"},
 		{"negative GPU", EndpointConfig{Device: Device{Type: DeviceGPU, ID: -1}}, errs.ErrInvalidArgument, "GPU id -1"},
 		{"unknown device type", EndpointConfig{Device: Device{Type: 9}}, errs.ErrInvalidArgument, "device type 9"},
@@ -65,8 +65,11 @@ func TestCheckConnect(t *testing.T) {
 		{"another process", local, testEndpoint(otherProcess(), TransportP2P, gpu0, 2), nil, ""},
 		{"local from another process", testEndpoint(otherProcess(), TransportP2P, gpu0, 1), local, errs.ErrInvalidArgument, "created by another process"},
 		{"transport mismatch", local, testEndpoint(here, TransportIB, gpu0, 2), errs.ErrInvalidArgument, "transports differ (P2P and IB)"},
-		{"IB", testEndpoint(here, TransportIB, gpu0, 1), testEndpoint(here, TransportIB, gpu0, 2), ErrTransportUnavailable, "over IB"},
-		{"SHM", testEndpoint(here, TransportSHM, gpu0, 1), testEndpoint(here, TransportSHM, gpu0, 2), ErrTransportUnavailable, "over SHM"},
+		{"IB for GPU memory", testEndpoint(here, TransportIB, gpu0, 1), testEndpoint(here, TransportIB, gpu0, 2), ErrTransportUnavailable, "IB connects host memory (CPU endpoints) only"},
+		{"SHM for GPU memory", testEndpoint(here, TransportSHM, gpu0, 1), testEndpoint(here, TransportSHM, gpu0, 2), ErrTransportUnavailable, "SHM connects host memory (CPU endpoints) only"},
+		{"IB without an address", testEndpoint(here, TransportIB, Device{}, 1), testEndpoint(otherHost(), TransportIB, Device{}, 2), errs.ErrInvalidArgument, "has no address"},
+		{"SHM across hosts", testEndpoint(here, TransportSHM, Device{}, 1), withAddress(testEndpoint(otherHost(), TransportSHM, Device{}, 2)), ErrDifferentHost, "shared memory needs both ends on one host"},
+		{"IB across hosts", testEndpoint(here, TransportIB, Device{}, 1), withAddress(testEndpoint(otherHost(), TransportIB, Device{}, 2)), nil, ""},
 		{"CPU local", testEndpoint(here, TransportP2P, Device{}, 1), local, errs.ErrInvalidArgument, "GPU endpoints only"},
 		{"CPU remote", local, testEndpoint(here, TransportP2P, Device{}, 2), errs.ErrInvalidArgument, "GPU endpoints only"},
 		{"another host", local, testEndpoint(otherHost(), TransportP2P, gpu0, 2), ErrDifferentHost, "remote endpoint is on host"},
@@ -114,10 +117,8 @@ func TestRegisterMemoryRefusals(t *testing.T) {
 	assert.ErrorIs(t, err, errs.ErrInvalidArgument)
 	_, err = ctx.RegisterMemory(0x1000, 0, TransportP2P)
 	assert.ErrorIs(t, err, errs.ErrInvalidArgument)
-	_, err = ctx.RegisterMemory(0x1000, 8, TransportIB)
-	assert.ErrorIs(t, err, ErrTransportUnavailable)
-	_, err = ctx.RegisterMemory(0x1000, 8, TransportSHM)
-	assert.ErrorIs(t, err, ErrTransportUnavailable)
+	_, err = ctx.RegisterMemory(0x1000, 8, 7)
+	assert.ErrorIs(t, err, errs.ErrInvalidArgument)
 }
 
 func TestRegisterMemoryWithoutGPU(t *testing.T) {

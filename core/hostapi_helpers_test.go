@@ -59,3 +59,9 @@ func testMemory(o origin, addr, size uint64) RegisteredMemory {
 }
 
 var gpu0 = Device{Type: DeviceGPU, ID: 0}
+
+// withAddress gives e a (made-up) network address.
+func withAddress(e Endpoint) Endpoint {
+	e.address = "peer-address"
+	return e
+}

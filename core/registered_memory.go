@@ -147,6 +147,14 @@ func UnmarshalRegisteredMemory(ctx *Context, b []byte) (RegisteredMemory, error)
 		return RegisteredMemory{}, err
 	}
 	here := thisProcess()
+	if m.transport == TransportIB || m.transport == TransportSHM && m.origin.sameHost(here) {
+		// Reached by its key through the context's libfabric endpoint, never mapped: Data is
+		// its address in this process only when this process owns it.
+		if m.origin.sameProcess(here) {
+			m.data = m.addr
+		}
+		return m, nil
+	}
 	if !m.origin.sameHost(here) {
 		return RegisteredMemory{}, fmt.Errorf("%s: it is on host %016x, this is host %016x: %w", what, m.origin.host, here.host, ErrDifferentHost)
 	}

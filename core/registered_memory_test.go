@@ -96,16 +96,23 @@ func TestUnmarshalRegisteredMemory(t *testing.T) {
 	_, err = UnmarshalRegisteredMemory(ctx, b)
 	assert.ErrorIs(t, err, ErrDifferentHost, "CUDA IPC stays on one host")
 
-	ib := testMemory(otherProcess(), 0x2000, 64)
+	// Memory of another host over the network is reached by its key: nothing to map, no address here.
+	ib := testMemory(otherHost(), 0x2000, 64)
 	ib.transport = TransportIB
 	b, _ = ib.MarshalBinary()
+	got, err := UnmarshalRegisteredMemory(ctx, b)
+	require.NoError(t, err)
+	assert.Zero(t, got.Data())
+	shm := ib
+	shm.transport = TransportSHM
+	b, _ = shm.MarshalBinary()
 	_, err = UnmarshalRegisteredMemory(ctx, b)
-	assert.ErrorIs(t, err, ErrTransportUnavailable)
+	assert.ErrorIs(t, err, ErrDifferentHost, "shared memory stays on one host")
 
 	// The same process: the pointer itself, no driver call while the context uses no GPU.
 	mine := testMemory(thisProcess(), 0x7f0000002010, 4096)
 	b, _ = mine.MarshalBinary()
-	got, err := UnmarshalRegisteredMemory(ctx, b)
+	got, err = UnmarshalRegisteredMemory(ctx, b)
 	require.NoError(t, err)
 	assert.Equal(t, mine.addr, got.Data())
 	assert.Equal(t, mine.size, got.Size())

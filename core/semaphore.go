@@ -31,6 +31,9 @@ func NewSemaphoreStub(conn *Connection) (SemaphoreStub, error) {
 	}
 	c := conn.ctx
 	what := fmt.Sprintf("new semaphore stub on %v", conn)
+	if t := conn.local.config.Transport; isFabric(t) {
+		return SemaphoreStub{}, fmt.Errorf("%s: semaphores over %v are not implemented yet (Write, UpdateAndSync and Flush are): %w", what, t, ErrTransportUnavailable)
+	}
 	c.life.RLock()
 	defer c.life.RUnlock()
 	if c.closed {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/core/fabric"
 )
 
 // Transport names a way bytes travel between endpoints. It mirrors mscclppTransport_t of
@@ -36,12 +37,14 @@ func (t Transport) String() string {
 // SHM).
 var ErrTransportUnavailable = errs.New(errs.ErrInvalidUsage, "transport not available")
 
-// transport is what a Context needs from one way of moving bytes: making local memory reachable
-// by peers, reaching a peer's memory, and the data path of a connection. Context keeps the one
-// registry of the library's memory (what it exported, what it mapped, reference counts, which
-// GPU) and calls a transport only for the transport's own part; every method runs with the
-// GPU's context current on a locked thread. CUDA IPC (cudaIPC) is the implementation today; a
-// network transport is meant to be a second one, with its memory keys in the handle bytes.
+// transport is what a Context needs from a way of moving GPU memory between processes of one host:
+// making local memory reachable by peers, reaching a peer's memory, and the data path of a
+// connection. Context keeps the one registry of the library's memory (what it exported, what it
+// mapped, reference counts, which GPU) and calls a transport only for the transport's own part;
+// every method runs with the GPU's context current on a locked thread. CUDA IPC (cudaIPC) is its
+// implementation. The libfabric transports (transport_fabric.go: the network, shared memory)
+// register host memory with their endpoint instead of mapping it (a peer's memory is reached by
+// its key, never mapped) and make their own link, fabricLink.
 type transport interface {
 	// export returns the handle a peer passes to open to reach the allocation at base.
 	export(base cuda.DevicePtr) (cuda.IpcMemHandle, error)
@@ -55,38 +58,54 @@ type transport interface {
 	connect(local, remote Endpoint) (link, error)
 }
 
-// link is the data path of one Connection. Its operations are asynchronous and run in the order
-// they were queued.
+// link is the data path of one Connection, made by a transport: a CUDA stream for CUDA IPC
+// (streamLink), the peer's address on the context's libfabric endpoint for the network and
+// shared memory (fabricLink). Its operations are asynchronous and run in the order they were
+// queued; the Connection has checked every range.
 type link interface {
-	// write queues a copy of n bytes (n > 0) from src, local memory, to dst, memory of the peer
-	// usable here.
-	write(dst, src cuda.DevicePtr, n int) error
-	// writeValue queues, after every earlier write, an 8-byte store of value at dst: the signal
-	// that tells the peer the data before it has landed.
-	writeValue(dst cuda.DevicePtr, value uint64) error
+	// write queues a copy of n bytes (n > 0) from src at srcOff, memory of this process, to dst
+	// at dstOff, the peer's memory.
+	write(dst RegisteredMemory, dstOff uint64, src RegisteredMemory, srcOff, n uint64) error
+	// writeValue queues, after every earlier write, an 8-byte store of value at dst+dstOff: the
+	// signal that tells the peer the data before it has landed.
+	writeValue(dst RegisteredMemory, dstOff, value uint64) error
 	// flushed reports, without waiting, whether everything queued has completed.
 	flushed() (bool, error)
 	// close releases the path once its queued work completes.
 	close() error
 }
 
-// transportFor returns the implementation of t, or an error naming what asked for it.
+// transportFor returns the implementation of t, a transport of GPU memory, or an error naming
+// what asked for it.
 func transportFor(t Transport, what string) (transport, error) {
 	switch t {
 	case TransportP2P:
 		return cudaIPC{}, nil
-	case TransportIB:
-		return nil, fmt.Errorf("%s over IB: no RDMA device was found (InfiniBand is not supported by this build): %w", what, ErrTransportUnavailable)
-	case TransportSHM:
-		return nil, fmt.Errorf("%s over SHM: the shared-memory transport is not implemented: %w", what, ErrTransportUnavailable)
+	case TransportIB, TransportSHM:
+		return nil, fmt.Errorf("%s over %v: GPU memory over libfabric is not implemented yet (host memory is): %w", what, t, ErrTransportUnavailable)
 	default:
 		return nil, fmt.Errorf("%s: unknown transport %d: %w", what, int(t), errs.ErrInvalidArgument)
 	}
 }
 
-// CheckTransport refuses the transports this build does not implement (ErrTransportUnavailable)
-// and unknown ones (ErrInvalidArgument), naming what asked in the error.
+// CheckTransport refuses unknown transports (ErrInvalidArgument) and the libfabric ones where
+// libfabric cannot be loaded or offers no provider for them (ErrTransportUnavailable), naming
+// what asked in the error.
 func CheckTransport(t Transport, what string) error {
-	_, err := transportFor(t, what)
-	return err
+	switch t {
+	case TransportP2P:
+		return nil
+	case TransportIB:
+		if _, err := fabric.NetworkProvider(); err != nil {
+			return fmt.Errorf("%s over IB: %w: %w", what, ErrTransportUnavailable, err)
+		}
+		return nil
+	case TransportSHM:
+		if !fabric.Has("shm") {
+			return fmt.Errorf("%s over SHM: libfabric's shm provider is not available here: %w", what, ErrTransportUnavailable)
+		}
+		return nil
+	default:
+		return fmt.Errorf("%s: unknown transport %d: %w", what, int(t), errs.ErrInvalidArgument)
+	}
 }

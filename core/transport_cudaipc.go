@@ -26,12 +26,12 @@ func (cudaIPC) connect(local, remote Endpoint) (link, error) {
 // streamLink is a CUDA IPC connection's data path: its CUDA stream.
 type streamLink struct{ stream cuda.Stream }
 
-func (l streamLink) write(dst, src cuda.DevicePtr, n int) error {
-	return cuda.MemcpyAsync(dst, src, n, l.stream)
+func (l streamLink) write(dst RegisteredMemory, dstOff uint64, src RegisteredMemory, srcOff, n uint64) error {
+	return cuda.MemcpyAsync(dst.data+cuda.DevicePtr(dstOff), src.data+cuda.DevicePtr(srcOff), int(n), l.stream)
 }
 
-func (l streamLink) writeValue(dst cuda.DevicePtr, value uint64) error {
-	return cuda.StreamWriteValue64(l.stream, dst, value)
+func (l streamLink) writeValue(dst RegisteredMemory, dstOff, value uint64) error {
+	return cuda.StreamWriteValue64(l.stream, dst.data+cuda.DevicePtr(dstOff), value)
 }
 
 func (l streamLink) flushed() (bool, error) { return l.stream.Done() }

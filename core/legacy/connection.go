@@ -59,8 +59,16 @@ func (c *Comm) Connect(remoteRank, tag int, localBuf cuda.DevicePtr, size uint64
 	case size == 0:
 		return fmt.Errorf("connect to rank %d tag %d: buffer size is 0: %w", remoteRank, tag, errs.ErrInvalidArgument)
 	}
-	if err := core.CheckTransport(transport, fmt.Sprintf("connect to rank %d tag %d", remoteRank, tag)); err != nil {
-		return err
+	switch transport {
+	case core.TransportP2P:
+	case core.TransportIB:
+		return fmt.Errorf("connect to rank %d tag %d over IB: no RDMA device was found (the legacy API's IB transport is not supported by this build; the channel API's libfabric transport is): %w",
+			remoteRank, tag, core.ErrTransportUnavailable)
+	case core.TransportSHM:
+		return fmt.Errorf("connect to rank %d tag %d over SHM: the shared-memory transport is not implemented in the legacy API: %w",
+			remoteRank, tag, core.ErrTransportUnavailable)
+	default:
+		return fmt.Errorf("connect to rank %d tag %d: unknown transport %d: %w", remoteRank, tag, int(transport), errs.ErrInvalidArgument)
 	}
 	key := connKey{remoteRank, tag}
 	if _, dup := c.connIndex[key]; dup {

@@ -1,0 +1,170 @@
+package core
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/core/fabric"
+	"github.com/mscclpp-go/mscclpp/internal/config"
+	"github.com/mscclpp-go/mscclpp/internal/logging"
+)
+
+// isFabric reports whether t travels through libfabric: TransportIB (the network:
+// MSCCLPP_NET_PROVIDER, else the best provider the machine offers) and TransportSHM (the shm
+// provider, processes of one host).
+func isFabric(t Transport) bool { return t == TransportIB || t == TransportSHM }
+
+// fabricNet is a context's libfabric endpoint for one transport: the endpoint its Endpoints name,
+// the memory registered with it, and the goroutine that keeps it progressing (providers with
+// manual progress move a peer's writes into this process only while it reads its completions).
+type fabricNet struct {
+	transport Transport
+	ep        *fabric.Endpoint
+	log       *slog.Logger
+
+	mu      sync.Mutex
+	regions map[uint64]*fabric.Region // by key
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// openFabric opens the libfabric endpoint of transport t and starts its progress goroutine.
+func openFabric(t Transport) (*fabricNet, error) {
+	provider, domain := "shm", ""
+	if t == TransportIB {
+		var err error
+		if provider, err = fabric.NetworkProvider(); err != nil {
+			return nil, err
+		}
+		domain = config.NetDomain.Get()
+	}
+	ep, err := fabric.Open(provider, domain)
+	if err != nil {
+		return nil, err
+	}
+	n := &fabricNet{
+		transport: t, ep: ep, log: logging.Logger(),
+		regions: map[uint64]*fabric.Region{},
+		stop:    make(chan struct{}), done: make(chan struct{}),
+	}
+	major, minor, _ := fabric.Version()
+	n.log.Info("libfabric transport", "transport", t, "provider", ep.Provider(), "domain", ep.Domain(),
+		"libfabric", fmt.Sprintf("%d.%d", major, minor), "memory", "host (GPU memory over the network is not implemented yet)")
+	go n.progress()
+	return n, nil
+}
+
+// progress reads the endpoint's completions until close: at once while writes are pending or
+// data arrives, then every 20 µs when idle.
+func (n *fabricNet) progress() {
+	defer close(n.done)
+	for {
+		select {
+		case <-n.stop:
+			return
+		default:
+		}
+		if err := n.ep.Progress(); err != nil {
+			n.log.Warn("libfabric progress stopped", "transport", n.transport, "err", err)
+			return
+		}
+		if n.ep.Pending() == 0 {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
+
+// register registers size bytes of host memory at ptr and returns the handle a peer writes into
+// it by: the key and the size, little-endian, in the first 16 bytes.
+func (n *fabricNet) register(ptr cuda.DevicePtr, size uint64) (cuda.IpcMemHandle, error) {
+	r, err := n.ep.Register(uint64(ptr), size)
+	if err != nil {
+		return cuda.IpcMemHandle{}, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if old, dup := n.regions[r.Key]; dup {
+		_ = r.Deregister()
+		return cuda.IpcMemHandle{}, fmt.Errorf("%w: the provider gave key %#x twice (%#x and %#x)", errs.ErrInternal, r.Key, old.Addr, r.Addr)
+	}
+	n.regions[r.Key] = r
+	var h cuda.IpcMemHandle
+	binary.LittleEndian.PutUint64(h[:], r.Key)
+	binary.LittleEndian.PutUint64(h[8:], size)
+	return h, nil
+}
+
+// region returns this process's registration of m.
+func (n *fabricNet) region(m RegisteredMemory) (*fabric.Region, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r, ok := n.regions[binary.LittleEndian.Uint64(m.handle[:])]
+	if !ok || r.Addr != uint64(m.addr) {
+		return nil, fmt.Errorf("%v is not registered with this context's %v endpoint: %w", m, n.transport, errs.ErrInvalidArgument)
+	}
+	return r, nil
+}
+
+// remote describes m, memory of a peer, for writes into it.
+func remoteOf(m RegisteredMemory) fabric.Remote {
+	return fabric.Remote{Addr: uint64(m.addr), Size: m.size, Key: binary.LittleEndian.Uint64(m.handle[:])}
+}
+
+// connect adds the remote endpoint's address and returns the connection's data path.
+func (n *fabricNet) connect(remote Endpoint) (link, error) {
+	peer, err := n.ep.AddPeer([]byte(remote.address))
+	if err != nil {
+		return nil, err
+	}
+	return &fabricLink{net: n, peer: peer}, nil
+}
+
+// close stops the progress goroutine, deregisters the memory and closes the endpoint.
+func (n *fabricNet) close() error {
+	close(n.stop)
+	<-n.done
+	var errList []error
+	n.mu.Lock()
+	for _, r := range n.regions {
+		errList = append(errList, r.Deregister())
+	}
+	n.regions = nil
+	n.mu.Unlock()
+	errList = append(errList, n.ep.Close())
+	return errors.Join(errList...)
+}
+
+// fabricLink is a libfabric connection's data path: writes from this process's registered host
+// memory into the peer's, in order, on the context's endpoint.
+type fabricLink struct {
+	net  *fabricNet
+	peer fabric.Peer
+}
+
+func (l *fabricLink) write(dst RegisteredMemory, dstOff uint64, src RegisteredMemory, srcOff, n uint64) error {
+	r, err := l.net.region(src)
+	if err != nil {
+		return err
+	}
+	return l.net.ep.Write(l.peer, r, srcOff, remoteOf(dst), dstOff, n)
+}
+
+func (l *fabricLink) writeValue(dst RegisteredMemory, dstOff, value uint64) error {
+	return l.net.ep.WriteValue(l.peer, remoteOf(dst), dstOff, value)
+}
+
+func (l *fabricLink) flushed() (bool, error) {
+	if err := l.net.ep.Progress(); err != nil {
+		return false, err
+	}
+	return l.net.ep.Pending() == 0, nil
+}
+
+func (l *fabricLink) close() error { return nil }

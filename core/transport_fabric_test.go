@@ -1,0 +1,111 @@
+package core
+
+import (
+	"context"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/fabric"
+	"github.com/mscclpp-go/mscclpp/internal/config"
+)
+
+// hostBuffer maps n bytes of anonymous memory, which Go's collector does not move.
+func hostBuffer(t *testing.T, n int) []byte {
+	t.Helper()
+	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Munmap(b) })
+	return b
+}
+
+func ptrOf(b []byte) cuda.DevicePtr { return cuda.DevicePtr(uintptr(unsafe.Pointer(&b[0]))) }
+
+// TestFabricHostMemory: two contexts (two ranks' worth of objects) connect host-memory endpoints
+// over the real libfabric tcp (loopback) and shm providers, exchange their endpoints and memory
+// in wire form, and one writes 1 B to 64 MiB into the other's memory, then a signal word
+// (UpdateAndSync); the receiver waits for the signal and checks every byte, and Flush returns
+// once the writes have completed.
+func TestFabricHostMemory(t *testing.T) {
+	const maxBytes = 64 << 20
+	for _, tc := range []struct {
+		name      string
+		transport Transport
+		provider  string
+	}{
+		{"network over tcp", TransportIB, "tcp"},
+		{"shared memory", TransportSHM, "shm"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !fabric.Has(tc.provider) {
+				t.Skipf("libfabric offers no %s provider here", tc.provider)
+			}
+			if tc.transport == TransportIB {
+				config.NetProvider.Set(tc.provider)
+				defer config.NetProvider.Reset()
+			}
+			sender, receiver := NewContext(), NewContext()
+			defer func() { assert.NoError(t, sender.Close()) }()
+			defer func() { assert.NoError(t, receiver.Close()) }()
+			cpu := EndpointConfig{Transport: tc.transport, Device: Device{Type: DeviceCPU}}
+			sEP, err := sender.CreateEndpoint(cpu)
+			require.NoError(t, err)
+			rEP, err := receiver.CreateEndpoint(cpu)
+			require.NoError(t, err)
+			// Endpoints travel in wire form, as between processes.
+			wire, err := rEP.MarshalBinary()
+			require.NoError(t, err)
+			rEPThere, err := UnmarshalEndpoint(wire)
+			require.NoError(t, err)
+			conn, err := sender.Connect(sEP, rEPThere)
+			require.NoError(t, err)
+
+			src := hostBuffer(t, maxBytes)
+			dst := hostBuffer(t, maxBytes+8)
+			srcMem, err := sender.RegisterMemory(ptrOf(src), maxBytes, tc.transport)
+			require.NoError(t, err)
+			dstMem, err := receiver.RegisterMemory(ptrOf(dst), maxBytes+8, tc.transport)
+			require.NoError(t, err)
+			wire, err = dstMem.MarshalBinary()
+			require.NoError(t, err)
+			dstThere, err := UnmarshalRegisteredMemory(sender, wire)
+			require.NoError(t, err)
+			signal := (*uint64)(unsafe.Pointer(&dst[maxBytes]))
+
+			round := uint64(0)
+			for n := 1; n <= maxBytes; n *= 8 {
+				round++
+				for i := range n {
+					src[i] = byte(i*13 + int(round))
+				}
+				require.NoError(t, conn.Write(dstThere, 0, srcMem, 0, uint64(n)))
+				require.NoError(t, conn.UpdateAndSync(dstThere, maxBytes, round))
+				deadline := time.Now().Add(30 * time.Second)
+				for atomic.LoadUint64(signal) != round { // the receiver's context progresses on its own
+					require.False(t, time.Now().After(deadline), "signal %d never came", round)
+					time.Sleep(10 * time.Microsecond)
+				}
+				wrong := 0
+				for i := range n {
+					if dst[i] != byte(i*13+int(round)) {
+						wrong++
+					}
+				}
+				assert.Zero(t, wrong, "%d B: %d bytes wrong", n, wrong)
+				require.NoError(t, conn.Flush(context.Background()))
+			}
+
+			// Ranges are checked before anything is posted.
+			assert.Error(t, conn.Write(dstThere, maxBytes, srcMem, 0, 16))
+			assert.Error(t, conn.UpdateAndSync(dstThere, 4, 1), "unaligned signal")
+			_, err = NewSemaphoreStub(conn)
+			assert.ErrorIs(t, err, ErrTransportUnavailable)
+		})
+	}
+}
