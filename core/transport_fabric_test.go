@@ -2,6 +2,9 @@ package core
 
 import (
 	"context"
+	"encoding/binary"
+	"net"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -77,6 +80,9 @@ func TestFabricHostMemory(t *testing.T) {
 			dstThere, err := UnmarshalRegisteredMemory(sender, wire)
 			require.NoError(t, err)
 			signal := (*uint64)(unsafe.Pointer(&dst[maxBytes]))
+			if tc.transport == TransportIB {
+				stranger(t, rEP)
+			}
 
 			round := uint64(0)
 			for n := 1; n <= maxBytes; n *= 8 {
@@ -108,4 +114,26 @@ func TestFabricHostMemory(t *testing.T) {
 			assert.ErrorIs(t, err, ErrTransportUnavailable)
 		})
 	}
+}
+
+// stranger connects to the tcp port a network endpoint listens on (its address is a
+// sockaddr_in: family, port, IPv4 address) and sends bytes that are no protocol's, then stays
+// connected: the job must go on undisturbed.
+func stranger(t *testing.T, ep Endpoint) {
+	t.Helper()
+	a := []byte(ep.address)
+	if len(a) < 8 || binary.LittleEndian.Uint16(a) != syscall.AF_INET {
+		t.Logf("the endpoint's address is not IPv4 (%d bytes); no stranger", len(a))
+		return
+	}
+	addr := net.JoinHostPort(net.IP(a[4:8]).String(), strconv.Itoa(int(binary.BigEndian.Uint16(a[2:4]))))
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	require.NoError(t, err, "a stranger dials %s", addr)
+	junk := make([]byte, 4096)
+	for i := range junk {
+		junk[i] = byte(i*97 + 13)
+	}
+	_, _ = c.Write(junk)
+	t.Cleanup(func() { _ = c.Close() })
+	t.Logf("a stranger connected to %s and sent %d bytes of junk", addr, len(junk))
 }

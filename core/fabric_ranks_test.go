@@ -1,0 +1,232 @@
+package core
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mscclpp-go/mscclpp/core/bootstrap"
+	"github.com/mscclpp-go/mscclpp/core/fabric"
+)
+
+// The multi-process tests below run the test binary again as each rank, with these variables.
+const (
+	rankRoleVar  = "MSCCLPP_TEST_FABRIC_ROLE" // "ring" or "kill"
+	rankVar      = "MSCCLPP_TEST_FABRIC_RANK"
+	nranksVar    = "MSCCLPP_TEST_FABRIC_NRANKS"
+	rootIDVar    = "MSCCLPP_TEST_FABRIC_ROOT"
+	ringBytesVar = "MSCCLPP_TEST_FABRIC_BYTES"
+	// ranksVar sets how many ranks TestFabricRanksAsHosts starts (default 32; the docs record a
+	// run of 64).
+	ranksVar = "MSCCLPP_TEST_FABRIC_RANKS"
+)
+
+// startRanks starts n processes of this test binary as ranks of one bootstrap, each its own host
+// (MSCCLPP_HOSTID), with the network on tcp, and returns them running.
+func startRanks(t *testing.T, test, role string, n int, extra ...string) []*exec.Cmd {
+	t.Helper()
+	root, err := bootstrap.NewRoot(bootstrap.Options{Timeout: 60 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = root.Close() })
+	id := root.ID()
+	cmds := make([]*exec.Cmd, n)
+	for r := range n {
+		cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+		cmd.Env = append(os.Environ(), rankRoleVar+"="+role, rankVar+"="+strconv.Itoa(r),
+			nranksVar+"="+strconv.Itoa(n), rootIDVar+"="+hex.EncodeToString(id[:]),
+			"MSCCLPP_HOSTID=test-host-"+strconv.Itoa(r), "MSCCLPP_NET_PROVIDER=tcp")
+		cmd.Env = append(cmd.Env, extra...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		require.NoError(t, cmd.Start())
+		cmds[r] = cmd
+	}
+	return cmds
+}
+
+// rankEnv reads the variables startRanks set; ok is false in the parent test.
+func rankEnv(t *testing.T, role string) (rank, n int, id bootstrap.UniqueID, ok bool) {
+	if os.Getenv(rankRoleVar) != role {
+		return 0, 0, id, false
+	}
+	rank, _ = strconv.Atoi(os.Getenv(rankVar))
+	n, _ = strconv.Atoi(os.Getenv(nranksVar))
+	raw, err := hex.DecodeString(os.Getenv(rootIDVar))
+	require.NoError(t, err)
+	copy(id[:], raw)
+	return rank, n, id, true
+}
+
+// ringRank is one rank of the ring: it connects to the next and the previous rank over the
+// network, writes a pattern into the next rank's memory followed by a signal, waits for the
+// previous rank's, and checks it. It returns the communicator, the connection to the next rank,
+// the memory and the rank's signal word, after the first round.
+type ringRank struct {
+	comm       *Communicator
+	conn       *Connection
+	src        RegisteredMemory
+	nextDst    RegisteredMemory
+	srcBuf     []byte
+	dstBuf     []byte
+	signal     *uint64
+	size       int
+	rank, n    int
+	next, prev int
+}
+
+func joinRing(t *testing.T, rank, n int, id bootstrap.UniqueID, size int) *ringRank {
+	b, err := bootstrap.Join(context.Background(), id, rank, n, bootstrap.Options{Timeout: 60 * time.Second})
+	require.NoError(t, err)
+	r := &ringRank{comm: NewCommunicator(b, NewContext()), size: size, rank: rank, n: n,
+		next: (rank + 1) % n, prev: (rank + n - 1) % n}
+	cfg := EndpointConfig{Transport: TransportIB, Device: Device{Type: DeviceCPU}}
+	toNext := r.comm.Connect(cfg, r.next, 0)
+	fromPrev := r.comm.Connect(cfg, r.prev, 0)
+	r.conn, err = toNext.Get(context.Background())
+	require.NoError(t, err)
+	_, err = fromPrev.Get(context.Background())
+	require.NoError(t, err)
+
+	r.srcBuf = hostBuffer(t, size)
+	r.dstBuf = hostBuffer(t, size+8)
+	r.signal = (*uint64)(unsafe.Pointer(&r.dstBuf[size]))
+	ctx := r.comm.Context()
+	r.src, err = ctx.RegisterMemory(ptrOf(r.srcBuf), uint64(size), TransportIB)
+	require.NoError(t, err)
+	dst, err := ctx.RegisterMemory(ptrOf(r.dstBuf), uint64(size+8), TransportIB)
+	require.NoError(t, err)
+	sent := r.comm.SendMemory(dst, r.prev, 1)
+	recv := r.comm.RecvMemory(r.next, 1)
+	_, err = sent.Get(context.Background())
+	require.NoError(t, err)
+	r.nextDst, err = recv.Get(context.Background())
+	require.NoError(t, err)
+	return r
+}
+
+// round writes round k's pattern to the next rank and waits for the previous rank's, failing
+// with a named error if a peer's process ends first (its bootstrap link closes) or 30 s pass.
+func (r *ringRank) round(k uint64) error {
+	for i := range r.size {
+		r.srcBuf[i] = byte(i*31 + r.rank + int(k))
+	}
+	if err := r.conn.Write(r.nextDst, 0, r.src, 0, uint64(r.size)); err != nil {
+		return err
+	}
+	if err := r.conn.UpdateAndSync(r.nextDst, uint64(r.size), k); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for atomic.LoadUint64(r.signal) != k {
+		select {
+		case <-r.comm.Bootstrap().PeerFailed():
+			return fmt.Errorf("rank %d, round %d: %w", r.rank, k, r.comm.Bootstrap().PeerErr())
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("rank %d, round %d: no signal from rank %d within 30 s", r.rank, k, r.prev)
+		}
+		time.Sleep(10 * time.Microsecond)
+	}
+	for i := range r.size {
+		if want := byte(i*31 + r.prev + int(k)); r.dstBuf[i] != want {
+			return fmt.Errorf("rank %d, round %d: byte %d from rank %d is %d, want %d", r.rank, k, i, r.prev, r.dstBuf[i], want)
+		}
+	}
+	flushCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.conn.Flush(flushCtx); err != nil {
+		return err
+	}
+	// Every rank has read its round before any writes the next one into it.
+	return r.comm.Bootstrap().Barrier(flushCtx)
+}
+
+func (r *ringRank) close() {
+	_ = r.comm.Bootstrap().Close()
+	_ = r.comm.Context().Close()
+}
+
+// TestFabricRanksAsHosts: ranks in separate processes, each its own host (MSCCLPP_HOSTID), so
+// every connection takes the network (libfabric tcp on loopback): connections and memory are
+// exchanged through the Communicator, and each rank writes 1 MiB into the next rank's memory and
+// a signal, ten rounds, contents checked. MSCCLPP_TEST_FABRIC_RANKS sets the rank count (32 by default).
+func TestFabricRanksAsHosts(t *testing.T) {
+	if rank, n, id, ok := rankEnv(t, "ring"); ok {
+		size, _ := strconv.Atoi(os.Getenv(ringBytesVar))
+		r := joinRing(t, rank, n, id, size)
+		defer r.close()
+		for k := uint64(1); k <= 10; k++ {
+			require.NoError(t, r.round(k))
+		}
+		require.NoError(t, r.comm.Bootstrap().Barrier(context.Background()))
+		return
+	}
+	if !fabric.Has("tcp") {
+		t.Skip("libfabric offers no tcp provider here")
+	}
+	n := 32
+	if s := os.Getenv(ranksVar); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	start := time.Now()
+	cmds := startRanks(t, "TestFabricRanksAsHosts", "ring", n, ringBytesVar+"="+strconv.Itoa(1<<20))
+	for r, cmd := range cmds {
+		assert.NoError(t, cmd.Wait(), "rank %d", r)
+	}
+	t.Logf("%d ranks as %d hosts over tcp: 10 rounds of 1 MiB each, %v", n, n, time.Since(start).Round(time.Millisecond))
+}
+
+// TestFabricPeerKilled: of 3 ranks in a ring over the network, rank 1 is killed (SIGKILL) while
+// the ranks exchange rounds; ranks 0 and 2 return a named error (rank 2 from the bootstrap link
+// of the dead peer, rank 0 from its failed writes or the same link) within the timeout, never
+// hang.
+func TestFabricPeerKilled(t *testing.T) {
+	if rank, n, id, ok := rankEnv(t, "kill"); ok {
+		r := joinRing(t, rank, n, id, 4<<20)
+		defer r.close()
+		var err error
+		for k := uint64(1); err == nil; k++ {
+			if err = r.round(k); err == nil && rank == 1 && k == 3 {
+				fmt.Println("fabric kill test: rank 1 ready to die")
+				select {} // the parent kills it here
+			}
+		}
+		fmt.Printf("fabric kill test: rank %d: %v\n", rank, err)
+		if rank != 1 && (errors.Is(err, bootstrap.ErrPeerClosed) || errors.Is(err, fabric.ErrFabric)) {
+			os.Exit(0)
+		}
+		os.Exit(3)
+	}
+	if !fabric.Has("tcp") {
+		t.Skip("libfabric offers no tcp provider here")
+	}
+	cmds := startRanks(t, "TestFabricPeerKilled", "kill", 3)
+	time.Sleep(3 * time.Second) // rounds under way; rank 1 parks after its third
+	killed := time.Now()
+	require.NoError(t, cmds[1].Process.Signal(syscall.SIGKILL))
+	_ = cmds[1].Wait()
+	for _, r := range []int{0, 2} {
+		done := make(chan error, 1)
+		go func() { done <- cmds[r].Wait() }()
+		select {
+		case err := <-done:
+			assert.NoError(t, err, "rank %d should exit 0 with a named error", r)
+		case <-time.After(45 * time.Second):
+			_ = cmds[r].Process.Kill()
+			t.Errorf("rank %d hung after its peer died", r)
+		}
+	}
+	t.Logf("survivors returned %v after the kill", time.Since(killed).Round(time.Millisecond))
+}
