@@ -270,7 +270,7 @@ mpi-gotest: ## the Go bootstrap test with the unique id shared through MPI (test
 # GPU tests. The GPU host has no Go: `make gpu-bundle` here builds the library and the Go test
 # binaries into build/; carry build/ there and run `make gpu-test`, which needs only CUDA and MPI.
 
-GPU_GO_TESTS := core/cuda core core/legacy core/proxy channels collectives
+GPU_GO_TESTS := core/cuda core core/fabric core/legacy core/proxy channels collectives
 
 TOOLS := $(wildcard cmd/*)
 
@@ -280,6 +280,7 @@ tools: $(KERNEL_IMAGES) ## build the command-line tools (cmd/*) into build/bin
 
 gpu-bundle: all tools ## build everything `make gpu-test` needs into build/ (needs Go, and nvcc unless SASS=0)
 	$(GO) build $(GO_TAGS) -ldflags="-s -w" -o $(BUILD)/bin/example-collectives ./examples/go/collectives
+	$(GO) build -ldflags="-s -w" -o $(BUILD)/bin/fabric_pingpong ./bench/fabric_pingpong
 	@mkdir -p $(BUILD)/gotest
 	@for pkg in $(GPU_GO_TESTS); do \
 		if [ -d $$pkg ]; then \

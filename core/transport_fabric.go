@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -61,8 +62,13 @@ func openFabric(t Transport) (*fabricNet, error) {
 	return n, nil
 }
 
-// progress reads the endpoint's completions until close: at once while writes are pending or
-// data arrives, then every 20 µs when idle.
+// progressNap is how long the progress goroutine sleeps between polls while no write of this
+// process is pending. A rank that waits for a peer's data calls Context.Progress itself, so
+// the goroutine only makes sure that writes of a rank that is not waiting still land.
+const progressNap = 20 * time.Microsecond
+
+// progress reads the endpoint's completions, and so moves the peers' writes into this process,
+// until close: without pause while writes are pending, then every progressNap.
 func (n *fabricNet) progress() {
 	defer close(n.done)
 	for {
@@ -75,8 +81,10 @@ func (n *fabricNet) progress() {
 			n.log.Warn("libfabric progress stopped", "transport", n.transport, "err", err)
 			return
 		}
-		if n.ep.Pending() == 0 {
-			time.Sleep(20 * time.Microsecond)
+		if n.ep.Pending() > 0 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(progressNap)
 		}
 	}
 }
@@ -124,6 +132,26 @@ func (n *fabricNet) connect(remote Endpoint) (link, error) {
 		return nil, err
 	}
 	return &fabricLink{net: n, peer: peer}, nil
+}
+
+// Progress makes the context's libfabric endpoint of transport t progress once: it reads its
+// completions and, on providers with manual progress (tcp, shm, verbs through rxm), moves the
+// peers' writes into this process. A rank that waits for a peer's data in host memory calls it
+// while it waits; without it, a progress goroutine does the same every few tens of
+// microseconds. Transports without an endpoint in this context have nothing to do.
+func (c *Context) Progress(t Transport) error {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return ErrContextClosed
+	}
+	c.mu.Lock()
+	n := c.fabrics[t]
+	c.mu.Unlock()
+	if n == nil {
+		return nil
+	}
+	return n.ep.Progress()
 }
 
 // close stops the progress goroutine, deregisters the memory and closes the endpoint.

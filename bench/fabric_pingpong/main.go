@@ -1,0 +1,299 @@
+// Command fabric_pingpong measures the library's libfabric transport (core's Connection over
+// TransportIB or TransportSHM, host memory) with a ping-pong between two processes, and runs
+// libfabric's own fi_pingpong on the same provider and sizes in the same run, printing both
+// side by side: one-way time per transfer (µs) and MB/s as fi_pingpong computes them (bytes of
+// one transfer / one-way time).
+//
+//	go run ./bench/fabric_pingpong -p tcp -S 8,1M,4M,16M,64M
+//	go run ./bench/fabric_pingpong -p shm
+//
+// Each ping writes the message and then a signal word (UpdateAndSync) into the peer's memory;
+// the peer waits for the signal and answers the same way. The two processes are this program
+// run again as rank 0 and rank 1 of one bootstrap, separate hosts (MSCCLPP_HOSTID) for tcp.
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/mscclpp-go/mscclpp/core"
+	"github.com/mscclpp-go/mscclpp/core/bootstrap"
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/fabric"
+)
+
+var (
+	provider = flag.String("p", "tcp", "libfabric provider: tcp (the network transport) or shm (shared memory)")
+	sizesArg = flag.String("S", "8,1K,64K,1M,4M,16M,64M", "message sizes, comma-separated (K, M suffixes)")
+	iters    = flag.Int("I", 0, "iterations per size (0: 1000 up to 64 KiB, fewer above)")
+	noFI     = flag.Bool("no-fi", false, "do not run fi_pingpong")
+)
+
+func main() {
+	flag.Parse()
+	sizes, err := parseSizes(*sizesArg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if r := os.Getenv("FABRIC_PINGPONG_RANK"); r != "" {
+		rank, _ := strconv.Atoi(r)
+		if err := runRank(rank, sizes); err != nil {
+			log.Fatalf("rank %d: %v", rank, err)
+		}
+		return
+	}
+	transport := core.TransportIB
+	if *provider == "shm" {
+		transport = core.TransportSHM
+	}
+	major, minor, err := fabric.Version()
+	if err != nil {
+		log.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	fmt.Printf("# fabric_pingpong: provider %s (%v), libfabric %d.%d, host %s, %s\n", *provider, transport, major, minor, host, time.Now().Format("2006-01-02"))
+	ours, err := runOurs()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%10s %8s | %12s %10s | %12s %10s | %8s\n", "bytes", "iters", "mscclpp us", "MB/s", "fi_pp us", "MB/s", "ours/fi")
+	for _, s := range sizes {
+		o := ours[s]
+		fiUS, fiMB := -1.0, -1.0
+		if !*noFI {
+			fiUS, fiMB = fiPingpong(s, o.iters)
+		}
+		ratio := "-"
+		if fiMB > 0 {
+			ratio = fmt.Sprintf("%.2f", o.us/fiUS)
+		}
+		fmt.Printf("%10d %8d | %12.2f %10.1f | %12.2f %10.1f | %8s\n", s, o.iters, o.us, float64(s)/o.us, fiUS, fiMB, ratio)
+	}
+}
+
+type result struct {
+	us    float64 // one-way time per transfer
+	iters int
+}
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		mult := 1
+		switch {
+		case strings.HasSuffix(f, "K"):
+			mult, f = 1<<10, strings.TrimSuffix(f, "K")
+		case strings.HasSuffix(f, "M"):
+			mult, f = 1<<20, strings.TrimSuffix(f, "M")
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad size %q", f)
+		}
+		out = append(out, n*mult)
+	}
+	return out, nil
+}
+
+func itersFor(size int) int {
+	if *iters > 0 {
+		return *iters
+	}
+	switch {
+	case size <= 64<<10:
+		return 1000
+	case size <= 4<<20:
+		return 200
+	default:
+		return 50
+	}
+}
+
+// runOurs starts the two ranks and collects rank 0's report.
+func runOurs() (map[int]result, error) {
+	root, err := bootstrap.NewRoot(bootstrap.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	id := root.ID()
+	var cmds [2]*exec.Cmd
+	var out strings.Builder
+	for r := range 2 {
+		cmd := exec.Command(os.Args[0], os.Args[1:]...)
+		cmd.Env = append(os.Environ(), "FABRIC_PINGPONG_RANK="+strconv.Itoa(r), "FABRIC_PINGPONG_ROOT="+hex.EncodeToString(id[:]),
+			"MSCCLPP_NET_PROVIDER="+*provider)
+		if *provider != "shm" {
+			cmd.Env = append(cmd.Env, "MSCCLPP_HOSTID=pingpong-host-"+strconv.Itoa(r))
+		}
+		cmd.Stderr = os.Stderr
+		if r == 0 {
+			cmd.Stdout = &out
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		cmds[r] = cmd
+	}
+	for r, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			return nil, fmt.Errorf("rank %d: %w", r, err)
+		}
+	}
+	res := map[int]result{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var size, n int
+		var us float64
+		if _, err := fmt.Sscan(line, &size, &n, &us); err == nil {
+			res[size] = result{us: us, iters: n}
+		}
+	}
+	return res, nil
+}
+
+func runRank(rank int, sizes []int) error {
+	raw, _ := hex.DecodeString(os.Getenv("FABRIC_PINGPONG_ROOT"))
+	var id bootstrap.UniqueID
+	copy(id[:], raw)
+	ctx := context.Background()
+	b, err := bootstrap.Join(ctx, id, rank, 2, bootstrap.Options{})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	cctx := core.NewContext()
+	defer cctx.Close()
+	comm := core.NewCommunicator(b, cctx)
+	transport := core.TransportIB
+	if *provider == "shm" {
+		transport = core.TransportSHM
+	}
+	peer := 1 - rank
+	conn, err := comm.Connect(core.EndpointConfig{Transport: transport, Device: core.Device{Type: core.DeviceCPU}}, peer, 0).Get(ctx)
+	if err != nil {
+		return err
+	}
+	maxSize := 0
+	for _, s := range sizes {
+		maxSize = max(maxSize, s)
+	}
+	src, err := syscall.Mmap(-1, 0, maxSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return err
+	}
+	dst, err := syscall.Mmap(-1, 0, maxSize+8, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return err
+	}
+	srcMem, err := cctx.RegisterMemory(cuda.DevicePtr(uintptr(unsafe.Pointer(&src[0]))), uint64(maxSize), transport)
+	if err != nil {
+		return err
+	}
+	dstMem, err := cctx.RegisterMemory(cuda.DevicePtr(uintptr(unsafe.Pointer(&dst[0]))), uint64(maxSize+8), transport)
+	if err != nil {
+		return err
+	}
+	if _, err := comm.SendMemory(dstMem, peer, 1).Get(ctx); err != nil {
+		return err
+	}
+	remote, err := comm.RecvMemory(peer, 1).Get(ctx)
+	if err != nil {
+		return err
+	}
+	signal := (*uint64)(unsafe.Pointer(&dst[maxSize]))
+	seq := uint64(0)
+	send := func(size int) error {
+		seq++
+		if err := conn.Write(remote, 0, srcMem, 0, uint64(size)); err != nil {
+			return err
+		}
+		return conn.UpdateAndSync(remote, uint64(maxSize), seq)
+	}
+	wait := func() error {
+		for atomic.LoadUint64(signal) != seq {
+			if err := cctx.Progress(transport); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, size := range sizes {
+		n := itersFor(size)
+		if err := b.Barrier(ctx); err != nil {
+			return err
+		}
+		var start time.Time
+		for i := -10; i < n; i++ { // 10 warm-up round trips
+			if i == 0 {
+				start = time.Now()
+			}
+			if rank == 0 {
+				if err := send(size); err != nil {
+					return err
+				}
+				if err := wait(); err != nil {
+					return err
+				}
+			} else {
+				seq++
+				if err := wait(); err != nil {
+					return err
+				}
+				seq--
+				if err := send(size); err != nil {
+					return err
+				}
+			}
+		}
+		if rank == 0 {
+			us := float64(time.Since(start).Microseconds()) / float64(2*n)
+			fmt.Println(size, n, us)
+		}
+		if err := conn.Flush(ctx); err != nil {
+			return err
+		}
+	}
+	return b.Barrier(ctx)
+}
+
+// fiLine matches fi_pingpong's result line: bytes (8, 1k, 4m), #sent, #ack, total, time, MB/sec,
+// usec/xfer.
+var fiLine = regexp.MustCompile(`^\s*(\d+[kmg]?)\s+\S+\s+\S+\s+\S+\s+\S+\s+([\d.]+)\s+([\d.]+)`)
+
+// fiPingpong runs fi_pingpong's server and client on the provider for one size and returns its
+// usec/xfer and MB/sec (-1 when it cannot run).
+func fiPingpong(size, n int) (us, mbs float64) {
+	port := strconv.Itoa(20000 + int(time.Now().UnixNano()%20000))
+	args := []string{"-p", *provider, "-e", "rdm", "-I", strconv.Itoa(n), "-S", strconv.Itoa(size), "-B", port}
+	server := exec.Command("fi_pingpong", args...)
+	if err := server.Start(); err != nil {
+		return -1, -1
+	}
+	defer server.Wait()
+	time.Sleep(300 * time.Millisecond)
+	out, err := exec.Command("fi_pingpong", append(args[:len(args)-2], "-P", port, "127.0.0.1")...).Output()
+	if err != nil {
+		_ = server.Process.Kill()
+		return -1, -1
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if m := fiLine.FindStringSubmatch(line); m != nil { // one size per run
+			mbs, _ = strconv.ParseFloat(m[2], 64)
+			us, _ = strconv.ParseFloat(m[3], 64)
+			return us, mbs
+		}
+	}
+	return -1, -1
+}
