@@ -39,10 +39,23 @@ var (
 	sizesArg = flag.String("S", "8,1K,64K,1M,4M,16M,64M", "message sizes, comma-separated (K, M suffixes)")
 	iters    = flag.Int("I", 0, "iterations per size (0: 1000 up to 64 KiB, fewer above)")
 	noFI     = flag.Bool("no-fi", false, "do not run fi_pingpong")
+	list     = flag.Bool("list", false, "list the providers that offer what the transport needs, and exit")
 )
 
 func main() {
 	flag.Parse()
+	if *list {
+		major, minor, err := fabric.Version()
+		if err != nil {
+			log.Fatal(err)
+		}
+		p, err := fabric.Providers()
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("libfabric %d.%d: %s\n", major, minor, strings.Join(p, " "))
+		return
+	}
 	sizes, err := parseSizes(*sizesArg)
 	if err != nil {
 		log.Fatal(err)
@@ -63,6 +76,9 @@ func main() {
 		log.Fatal(err)
 	}
 	host, _ := os.Hostname()
+	if _, err := exec.LookPath("fi_pingpong"); err != nil && !*noFI {
+		fmt.Println("# fi_pingpong is not installed here (libfabric-bin): the fi_pp columns stay empty")
+	}
 	fmt.Printf("# fabric_pingpong: provider %s (%v), libfabric %d.%d, host %s, %s\n", *provider, transport, major, minor, host, time.Now().Format("2006-01-02"))
 	ours, err := runOurs()
 	if err != nil {
