@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"time"
 
@@ -62,29 +61,25 @@ func openFabric(t Transport) (*fabricNet, error) {
 	return n, nil
 }
 
-// progressNap is how long the progress goroutine sleeps between polls while no write of this
-// process is pending. A rank that waits for a peer's data calls Context.Progress itself, so
-// the goroutine only makes sure that writes of a rank that is not waiting still land.
+// progressNap is how long the progress goroutine sleeps between polls. A rank that waits for a
+// peer's data calls Context.Progress itself, and Flush polls too, so the goroutine only makes
+// sure that a peer's writes land while this rank does neither; it never spins, so that it does
+// not take a core from the threads that do.
 const progressNap = 20 * time.Microsecond
 
 // progress reads the endpoint's completions, and so moves the peers' writes into this process,
-// until close: without pause while writes are pending, then every progressNap.
+// every progressNap until close.
 func (n *fabricNet) progress() {
 	defer close(n.done)
 	for {
 		select {
 		case <-n.stop:
 			return
-		default:
+		case <-time.After(progressNap):
 		}
 		if err := n.ep.Progress(); err != nil {
 			n.log.Warn("libfabric progress stopped", "transport", n.transport, "err", err)
 			return
-		}
-		if n.ep.Pending() > 0 {
-			runtime.Gosched()
-		} else {
-			time.Sleep(progressNap)
 		}
 	}
 }
