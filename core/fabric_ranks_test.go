@@ -88,6 +88,13 @@ type ringRank struct {
 func joinRing(t *testing.T, rank, n int, id bootstrap.UniqueID, size int) *ringRank {
 	b, err := bootstrap.Join(context.Background(), id, rank, n, bootstrap.Options{Timeout: 60 * time.Second})
 	require.NoError(t, err)
+	return makeRing(t, b, size)
+}
+
+// makeRing sets up this rank's part of the ring over bootstrap b.
+func makeRing(t *testing.T, b *bootstrap.TCP, size int) *ringRank {
+	rank, n := b.Rank(), b.Size()
+	var err error
 	r := &ringRank{comm: NewCommunicator(b, NewContext()), size: size, rank: rank, n: n,
 		next: (rank + 1) % n, prev: (rank + n - 1) % n}
 	cfg := EndpointConfig{Transport: TransportIB, Device: Device{Type: DeviceCPU}}
@@ -229,4 +236,69 @@ func TestFabricPeerKilled(t *testing.T) {
 		}
 	}
 	t.Logf("survivors returned %v after the kill", time.Since(killed).Round(time.Millisecond))
+}
+
+// netnsVar carries, to a rank started inside a network namespace, the bootstrap root's address.
+const netnsVar = "MSCCLPP_TEST_FABRIC_NETNS_ROOT"
+
+// TestFabricTwoNetworkNamespaces: two ranks in two network namespaces joined by a veth pair (two
+// "hosts" with their own interfaces and addresses; needs root and ip netns), so the bootstrap and
+// the libfabric tcp transport cross a real link: ten rounds of 4 MiB each way, checked.
+func TestFabricTwoNetworkNamespaces(t *testing.T) {
+	if root := os.Getenv(netnsVar); root != "" {
+		rank, _ := strconv.Atoi(os.Getenv(rankVar))
+		b, err := bootstrap.JoinAddr(context.Background(), root, rank, 2, bootstrap.Options{Timeout: 60 * time.Second})
+		require.NoError(t, err)
+		r := makeRing(t, b, 4<<20)
+		defer r.close()
+		for k := uint64(1); k <= 10; k++ {
+			require.NoError(t, r.round(k))
+		}
+		fmt.Printf("netns rank %d: 10 rounds over %v\n", rank, r.comm.Context().fabrics[TransportIB].ep)
+		return
+	}
+	if !fabric.Has("tcp") {
+		t.Skip("libfabric offers no tcp provider here")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root (ip netns); not run")
+	}
+	suffix := strconv.Itoa(os.Getpid() % 100000)
+	ns := [2]string{"msccl-a" + suffix, "msccl-b" + suffix}
+	veth := [2]string{"mva" + suffix, "mvb" + suffix}
+	ips := [2]string{"10.231.7.1", "10.231.7.2"}
+	run := func(args ...string) error {
+		out, err := exec.Command("ip", args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ip %v: %v: %s", args, err, out)
+		}
+		return nil
+	}
+	if err := run("netns", "add", ns[0]); err != nil {
+		t.Skipf("network namespaces are not available here: %v", err)
+	}
+	t.Cleanup(func() { _ = run("netns", "del", ns[0]) })
+	require.NoError(t, run("netns", "add", ns[1]))
+	t.Cleanup(func() { _ = run("netns", "del", ns[1]) })
+	require.NoError(t, run("link", "add", veth[0], "type", "veth", "peer", "name", veth[1]))
+	for i := range 2 {
+		require.NoError(t, run("link", "set", veth[i], "netns", ns[i]))
+		require.NoError(t, run("-n", ns[i], "addr", "add", ips[i]+"/24", "dev", veth[i]))
+		require.NoError(t, run("-n", ns[i], "link", "set", veth[i], "up"))
+		require.NoError(t, run("-n", ns[i], "link", "set", "lo", "up"))
+	}
+	root := ips[0] + ":" + strconv.Itoa(30000+os.Getpid()%20000)
+	cmds := make([]*exec.Cmd, 2)
+	for r := range 2 {
+		cmd := exec.Command("ip", "netns", "exec", ns[r], os.Args[0], "-test.run=^TestFabricTwoNetworkNamespaces$", "-test.count=1")
+		cmd.Env = append(os.Environ(), netnsVar+"="+root, rankVar+"="+strconv.Itoa(r),
+			"MSCCLPP_SOCKET_IFNAME="+veth[r], "MSCCLPP_NET_PROVIDER=tcp", "MSCCLPP_NET_DOMAIN="+veth[r],
+			"MSCCLPP_HOSTID=netns-host-"+strconv.Itoa(r))
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		require.NoError(t, cmd.Start())
+		cmds[r] = cmd
+	}
+	for r, cmd := range cmds {
+		assert.NoError(t, cmd.Wait(), "rank %d", r)
+	}
 }

@@ -193,7 +193,9 @@ func (e *Endpoint) Provider() string { return e.provider }
 // Domain is the endpoint's domain (NIC or interface).
 func (e *Endpoint) Domain() string { return e.domain }
 
-func (e *Endpoint) String() string { return fmt.Sprintf("libfabric %s endpoint on %s", e.provider, e.domain) }
+func (e *Endpoint) String() string {
+	return fmt.Sprintf("libfabric %s endpoint on %s", e.provider, e.domain)
+}
 
 // Address returns the endpoint's address, for a peer's AddPeer.
 func (e *Endpoint) Address() ([]byte, error) {
