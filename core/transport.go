@@ -101,6 +101,9 @@ func CheckTransport(t Transport, what string) error {
 		}
 		return nil
 	case TransportSHM:
+		if _, err := fabric.Providers(); err != nil {
+			return fmt.Errorf("%s over SHM: %w: %w", what, ErrTransportUnavailable, err)
+		}
 		if !fabric.Has("shm") {
 			return fmt.Errorf("%s over SHM: libfabric's shm provider is not available here: %w", what, ErrTransportUnavailable)
 		}

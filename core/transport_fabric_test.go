@@ -3,7 +3,10 @@ package core
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -136,4 +139,30 @@ func stranger(t *testing.T, ep Endpoint) {
 	_, _ = c.Write(junk)
 	t.Cleanup(func() { _ = c.Close() })
 	t.Logf("a stranger connected to %s and sent %d bytes of junk", addr, len(junk))
+}
+
+// TestFabricMissingLibrary: where libfabric cannot be loaded, asking for a network or
+// shared-memory endpoint fails with ErrTransportUnavailable naming the library, and everything
+// else goes on (the library loads anywhere). Runs in a child process, since libfabric is loaded
+// once per process.
+func TestFabricMissingLibrary(t *testing.T) {
+	const missing = "/nonexistent/libfabric.so.1"
+	if os.Getenv("MSCCLPP_FABRIC_LIBRARY") == missing {
+		ctx := NewContext()
+		defer ctx.Close()
+		for _, tr := range []Transport{TransportIB, TransportSHM} {
+			_, err := ctx.CreateEndpoint(EndpointConfig{Transport: tr, Device: Device{Type: DeviceCPU}})
+			require.ErrorIs(t, err, ErrTransportUnavailable, "%v", tr)
+			require.ErrorContains(t, err, missing)
+			fmt.Println(err)
+		}
+		_, err := ctx.CreateEndpoint(EndpointConfig{Transport: TransportP2P, Device: Device{Type: DeviceCPU}})
+		require.NoError(t, err, "CUDA IPC endpoints do not need libfabric")
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFabricMissingLibrary$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "MSCCLPP_FABRIC_LIBRARY="+missing)
+	out, err := cmd.CombinedOutput()
+	assert.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "create endpoint for CPU over IB")
 }
