@@ -28,6 +28,8 @@ var (
 	ErrFabric = errs.New(errs.ErrSystem, "libfabric error")
 	// ErrClosed: the endpoint was closed.
 	ErrClosed = errs.New(errs.ErrInvalidUsage, "fabric endpoint is closed")
+	// ErrTimedOut: the provider did not take a write within MSCCLPP_NET_TIMEOUT.
+	ErrTimedOut = errs.New(errs.ErrSystem, "libfabric write timed out")
 )
 
 // load loads libfabric once.
@@ -340,6 +342,7 @@ func (e *Endpoint) post(peer Peer, src *Region, srcOff uint64, dst Remote, dstOf
 	if e.virtAddr {
 		raddr = dst.Addr + dstOff
 	}
+	var deadline time.Time // set at the first refusal
 	for {
 		r := C.mscclpp_fab_write(e.c, C.uint64_t(src.Addr+srcOff), C.size_t(n), src.mr, C.uint64_t(peer),
 			C.uint64_t(raddr), C.uint64_t(dst.Key), C.uint64_t(e.posted+1))
@@ -352,6 +355,12 @@ func (e *Endpoint) post(peer Peer, src *Region, srcOff uint64, dst Remote, dstOf
 		}
 		if err := e.poll(); err != nil {
 			return err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(config.NetTimeout.Get())
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("%v: a write of %d bytes to peer %d was not taken within %v (MSCCLPP_NET_TIMEOUT; does the peer still progress?): %w",
+				e, n, peer, config.NetTimeout.Get(), ErrTimedOut)
 		}
 	}
 }

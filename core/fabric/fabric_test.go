@@ -197,3 +197,28 @@ func TestOpenUnknownProvider(t *testing.T) {
 	assert.Contains(t, err.Error(), `"no-such-provider"`)
 	fmt.Println(err)
 }
+
+// TestWriteTimesOutWhenPeerStalls: a peer that never progresses (here: never polls) cannot hold a
+// writer for ever: the write fails with ErrTimedOut after MSCCLPP_NET_TIMEOUT.
+func TestWriteTimesOutWhenPeerStalls(t *testing.T) {
+	a, b, ab, _ := pair(t, "shm", "")
+	config.NetTimeout.Set(300 * time.Millisecond)
+	defer config.NetTimeout.Reset()
+	src := hostMemory(t, 1<<20)
+	dst := hostMemory(t, 1<<20)
+	s, err := a.Register(addr(src), 1<<20)
+	require.NoError(t, err)
+	defer s.Deregister()
+	d, err := b.Register(addr(dst), 1<<20)
+	require.NoError(t, err)
+	defer d.Deregister()
+	start := time.Now()
+	var werr error
+	for i := 0; i < 1000 && werr == nil; i++ { // until the provider's queue to the stalled peer is full
+		werr = a.Write(ab, s, 0, d.Remote(), 0, 1<<20)
+	}
+	require.ErrorIs(t, werr, ErrTimedOut)
+	assert.ErrorIs(t, werr, errs.ErrSystem)
+	assert.Less(t, time.Since(start), 10*time.Second)
+	t.Log(werr)
+}

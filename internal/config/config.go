@@ -221,6 +221,10 @@ var (
 		Name: "MSCCLPP_NET_DOMAIN", Default: "", parse: parseString,
 		Doc: "the libfabric domain (NIC or interface, as fi_info names it: mlx5_0, eth0, lo) of network connections; empty lets the provider choose",
 	}
+	NetTimeout = &Var[time.Duration]{
+		Name: "MSCCLPP_NET_TIMEOUT", Default: 30 * time.Second, parse: parseSeconds,
+		Doc: "how long a write over libfabric may wait for the provider to take it (a peer that stopped, a full queue that never drains) before it fails with a timeout naming the peer",
+	}
 	HostID = &Var[string]{
 		Name: "MSCCLPP_HOSTID", Default: "", parse: parseString,
 		Doc: "this process's host identity; processes with different values act as separate hosts (their connections take the network, not CUDA IPC); empty: the host name and boot id",
@@ -235,5 +239,5 @@ type Describer interface {
 // All lists every tunable, in the order docs/CONFIG.md shows them.
 func All() []Describer {
 	return []Describer{NCCLLibrary, Debug, BootstrapTimeout, SocketIfname, CUDALibrary, AllReduceAlgo, AllGatherAlgo,
-		CollMaxSpins, CollMaxBlocks, ProxyTrace, FabricLibrary, NetProvider, NetDomain, HostID}
+		CollMaxSpins, CollMaxBlocks, ProxyTrace, FabricLibrary, NetProvider, NetDomain, NetTimeout, HostID}
 }
