@@ -64,7 +64,7 @@ TEST_BINS    := $(BUILD)/tests/refusals $(BUILD)/tests/core_refusals $(BUILD)/te
 
 PHONY_NCCL := nccl nccl-test
 .PHONY: $(PHONY_NCCL) FORCE all lib headers pkgconfig install deps test vet gotest fuzz abi-check kernels kernels-check examples \
-	examples-test capi-test mpi-gotest cuda-examples fatbins tools gpu-bundle gpu-pack gpu-test gpu-bench gpu-compare gpu-profile clean help
+	examples-test capi-test mpi-gotest cuda-examples fabric-test fatbins tools gpu-bundle gpu-pack gpu-test gpu-bench gpu-compare gpu-profile clean help
 
 all: lib nccl headers pkgconfig ## build libmscclpp.so, the NCCL layer, the public headers and the pkg-config files
 
@@ -126,7 +126,7 @@ deps: ## install CUDA 11.8 (nvcc, cuda.h, libcuda), OpenMPI and build tools on D
 # ---------------------------------------------------------------------------------------------
 # Tests that need no GPU. `make test` is what CI runs.
 
-test: vet kernels-check gotest fuzz abi-check capi-test nccl-test examples-test mpi-gotest cuda-examples ## everything that needs no GPU
+test: vet kernels-check gotest fabric-test fuzz abi-check capi-test nccl-test examples-test mpi-gotest cuda-examples ## everything that needs no GPU
 	@echo "make test: all passed"
 
 vet: $(KERNEL_IMAGES)
@@ -137,6 +137,12 @@ vet: $(KERNEL_IMAGES)
 gotest: $(KERNEL_IMAGES)
 	$(GO) test -race -count=1 ./...
 	$(if $(GO_TAGS),$(GO) test -count=1 $(GO_TAGS) ./kernels ./collectives)
+
+# The libfabric transport with 32 ranks in 32 processes, each its own host, over tcp on loopback:
+# run alone (not beside the other packages' tests) and without the race detector, whose 32
+# instrumented processes would crowd a small machine (gotest runs the same test with 8).
+fabric-test:
+	MSCCLPP_TEST_FABRIC_RANKS=32 $(GO) test -count=1 -run '^TestFabricRanksAsHosts$$' ./core
 
 # A count of executions, not a duration: with a duration Go 1.26's fuzz coordinator can fail a
 # target with a bare "context deadline exceeded" as the time runs out (golang/go#75804, fixed in

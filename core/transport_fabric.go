@@ -61,25 +61,41 @@ func openFabric(t Transport) (*fabricNet, error) {
 	return n, nil
 }
 
-// progressNap is how long the progress goroutine sleeps between polls. A rank that waits for a
-// peer's data calls Context.Progress itself, and Flush polls too, so the goroutine only makes
-// sure that a peer's writes land while this rank does neither; it never spins, so that it does
-// not take a core from the threads that do.
-const progressNap = 20 * time.Microsecond
+// Progress pacing: the goroutine polls every progressNap while the endpoint is in use (a write
+// pending, or one posted within progressWarm), and every progressIdleNap once it has been idle
+// longer, so that a process with many idle endpoints costs little CPU. A rank that waits for a
+// peer's data calls Context.Progress itself, and Flush polls, so neither waits on the goroutine;
+// it only makes sure that a peer's writes land while this rank does neither, and it never spins.
+const (
+	progressNap     = 20 * time.Microsecond
+	progressIdleNap = time.Millisecond
+	progressWarm    = 100 * time.Millisecond
+)
 
 // progress reads the endpoint's completions, and so moves the peers' writes into this process,
-// every progressNap until close.
+// until close.
 func (n *fabricNet) progress() {
 	defer close(n.done)
+	lastPosted, lastBusy := n.ep.Posted(), time.Now()
+	timer := time.NewTimer(progressNap)
+	defer timer.Stop()
 	for {
 		select {
 		case <-n.stop:
 			return
-		case <-time.After(progressNap):
+		case <-timer.C:
 		}
 		if err := n.ep.Progress(); err != nil {
 			n.log.Warn("libfabric progress stopped", "transport", n.transport, "err", err)
 			return
+		}
+		if p := n.ep.Posted(); p != lastPosted || n.ep.Pending() > 0 {
+			lastPosted, lastBusy = p, time.Now()
+		}
+		if time.Since(lastBusy) < progressWarm {
+			timer.Reset(progressNap)
+		} else {
+			timer.Reset(progressIdleNap)
 		}
 	}
 }

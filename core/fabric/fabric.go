@@ -395,6 +395,13 @@ func (e *Endpoint) poll() error {
 	}
 }
 
+// Posted is the number of writes posted so far; it changes whenever the endpoint sends.
+func (e *Endpoint) Posted() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.posted
+}
+
 // Pending is the number of writes posted and not yet completed.
 func (e *Endpoint) Pending() uint64 {
 	e.mu.Lock()
