@@ -19,6 +19,7 @@ import (
 
 	"github.com/mscclpp-go/mscclpp/core/bootstrap"
 	"github.com/mscclpp-go/mscclpp/core/fabric"
+	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
 
 // The multi-process tests below run the test binary again as each rank, with these variables.
@@ -105,8 +106,8 @@ func makeRing(t *testing.T, b *bootstrap.TCP, size int) *ringRank {
 	_, err = fromPrev.Get(context.Background())
 	require.NoError(t, err)
 
-	r.srcBuf = hostBuffer(t, size)
-	r.dstBuf = hostBuffer(t, size+8)
+	r.srcBuf = testutil.HostMemory(t, size)
+	r.dstBuf = testutil.HostMemory(t, size+8)
 	r.signal = (*uint64)(unsafe.Pointer(&r.dstBuf[size]))
 	ctx := r.comm.Context()
 	r.src, err = ctx.RegisterMemory(ptrOf(r.srcBuf), uint64(size), TransportIB)

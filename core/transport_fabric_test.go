@@ -20,16 +20,8 @@ import (
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/fabric"
 	"github.com/mscclpp-go/mscclpp/internal/config"
+	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
-
-// hostBuffer maps n bytes of anonymous memory, which Go's collector does not move.
-func hostBuffer(t *testing.T, n int) []byte {
-	t.Helper()
-	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = syscall.Munmap(b) })
-	return b
-}
 
 func ptrOf(b []byte) cuda.DevicePtr { return cuda.DevicePtr(uintptr(unsafe.Pointer(&b[0]))) }
 
@@ -72,8 +64,8 @@ func TestFabricHostMemory(t *testing.T) {
 			conn, err := sender.Connect(sEP, rEPThere)
 			require.NoError(t, err)
 
-			src := hostBuffer(t, maxBytes)
-			dst := hostBuffer(t, maxBytes+8)
+			src := testutil.HostMemory(t, maxBytes)
+			dst := testutil.HostMemory(t, maxBytes+8)
 			srcMem, err := sender.RegisterMemory(ptrOf(src), maxBytes, tc.transport)
 			require.NoError(t, err)
 			dstMem, err := receiver.RegisterMemory(ptrOf(dst), maxBytes+8, tc.transport)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -14,16 +13,8 @@ import (
 
 	"github.com/mscclpp-go/mscclpp/core/errs"
 	"github.com/mscclpp-go/mscclpp/internal/config"
+	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
-
-// hostMemory maps n bytes of anonymous memory, which Go's collector does not move.
-func hostMemory(t *testing.T, n int) []byte {
-	t.Helper()
-	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = syscall.Munmap(b) })
-	return b
-}
 
 func addr(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
 
@@ -96,8 +87,8 @@ func TestPutSignalWait(t *testing.T) {
 			a, b, ab, _ := pair(t, prov.name, prov.domain)
 			t.Logf("%v and %v", a, b)
 			progressInBackground(t, b)
-			src := hostMemory(t, maxBytes)
-			dst := hostMemory(t, maxBytes+8)
+			src := testutil.HostMemory(t, maxBytes)
+			dst := testutil.HostMemory(t, maxBytes+8)
 			srcReg, err := a.Register(addr(src), maxBytes)
 			require.NoError(t, err)
 			defer srcReg.Deregister()
@@ -132,8 +123,8 @@ func TestPutSignalWait(t *testing.T) {
 // TestWriteRefusesOutOfRange: writes outside either region are refused before anything is posted.
 func TestWriteRefusesOutOfRange(t *testing.T) {
 	a, b, ab, _ := pair(t, "tcp", "lo")
-	src := hostMemory(t, 4096)
-	dst := hostMemory(t, 4096)
+	src := testutil.HostMemory(t, 4096)
+	dst := testutil.HostMemory(t, 4096)
 	s, err := a.Register(addr(src), 4096)
 	require.NoError(t, err)
 	defer s.Deregister()
@@ -204,8 +195,8 @@ func TestWriteTimesOutWhenPeerStalls(t *testing.T) {
 	a, b, ab, _ := pair(t, "shm", "")
 	config.NetTimeout.Set(300 * time.Millisecond)
 	defer config.NetTimeout.Reset()
-	src := hostMemory(t, 1<<20)
-	dst := hostMemory(t, 1<<20)
+	src := testutil.HostMemory(t, 1<<20)
+	dst := testutil.HostMemory(t, 1<<20)
 	s, err := a.Register(addr(src), 1<<20)
 	require.NoError(t, err)
 	defer s.Deregister()
