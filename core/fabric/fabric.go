@@ -102,8 +102,13 @@ func NetworkProvider() (string, error) {
 // Peer is a peer's address in an endpoint's address vector.
 type Peer uint64
 
-// valueSlots is how many 8-byte source words WriteValue cycles through.
-const valueSlots = 1024
+// valueSlots is how many 8-byte source words WriteValue cycles through. A write's completion
+// context is 0 for data and valueContext|slot for a value, so that a slot is reused only once
+// the write that read it has completed, whatever order completions come in.
+const (
+	valueSlots   = 1024
+	valueContext = 1 << 63
+)
 
 // Endpoint is one RDM endpoint with its completion queue and address vector. Its methods are
 // safe for concurrent use.
@@ -120,6 +125,8 @@ type Endpoint struct {
 
 	values    *Region // valueSlots words in C memory: the sources of WriteValue
 	valueBase unsafe.Pointer
+	valueBusy [valueSlots]bool // slot read by a write that has not completed
+	valueNext uint64           // the slot WriteValue tries next
 }
 
 // resolve returns the available provider that name means: name itself, or else the first layered
@@ -319,19 +326,32 @@ func (e *Endpoint) WriteValue(peer Peer, dst Remote, dstOff, value uint64) error
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	// The source word must stay as written until its write completes: reuse a slot only once
-	// the write that used it before has completed.
-	slot := e.posted % valueSlots
-	for e.posted-e.completed >= valueSlots {
+	// the write that read it before has completed.
+	slot := e.valueNext % valueSlots
+	for e.valueBusy[slot] {
+		if e.c == nil {
+			return ErrClosed
+		}
 		if err := e.poll(); err != nil {
 			return err
 		}
 	}
+	e.valueNext++
 	*(*uint64)(unsafe.Add(e.valueBase, slot*8)) = value
-	return e.post(peer, e.values, slot*8, dst, dstOff, 8)
+	if err := e.postWith(peer, e.values, slot*8, dst, dstOff, 8, valueContext|slot); err != nil {
+		return err
+	}
+	e.valueBusy[slot] = true
+	return nil
 }
 
-// post posts one write. e.mu is held.
+// post posts one write of data. e.mu is held.
 func (e *Endpoint) post(peer Peer, src *Region, srcOff uint64, dst Remote, dstOff, n uint64) error {
+	return e.postWith(peer, src, srcOff, dst, dstOff, n, 0)
+}
+
+// postWith posts one write whose completion carries ctx. e.mu is held.
+func (e *Endpoint) postWith(peer Peer, src *Region, srcOff uint64, dst Remote, dstOff, n, ctx uint64) error {
 	if e.c == nil {
 		return ErrClosed
 	}
@@ -345,7 +365,7 @@ func (e *Endpoint) post(peer Peer, src *Region, srcOff uint64, dst Remote, dstOf
 	var deadline time.Time // set at the first refusal
 	for {
 		r := C.mscclpp_fab_write(e.c, C.uint64_t(src.Addr+srcOff), C.size_t(n), src.mr, C.uint64_t(peer),
-			C.uint64_t(raddr), C.uint64_t(dst.Key), C.uint64_t(e.posted+1))
+			C.uint64_t(raddr), C.uint64_t(dst.Key), C.uint64_t(ctx))
 		if r == 0 {
 			e.posted++
 			return nil
@@ -389,6 +409,11 @@ func (e *Endpoint) poll() error {
 			return e.failure
 		}
 		e.completed += uint64(n)
+		for _, ctx := range ctxs[:n] {
+			if ctx&valueContext != 0 {
+				e.valueBusy[uint64(ctx)&^valueContext] = false
+			}
+		}
 		if n < C.ssize_t(len(ctxs)) {
 			return nil
 		}

@@ -213,3 +213,29 @@ func TestWriteTimesOutWhenPeerStalls(t *testing.T) {
 	assert.Less(t, time.Since(start), 10*time.Second)
 	t.Log(werr)
 }
+
+// TestManySignals: more signals in flight than WriteValue has source words; each lands in order,
+// so the word ends at the last value and no slot was reused before its write completed.
+func TestManySignals(t *testing.T) {
+	for _, prov := range []string{"tcp", "shm"} {
+		t.Run(prov, func(t *testing.T) {
+			a, b, ab, _ := pair(t, prov, "")
+			progressInBackground(t, b)
+			dst := testutil.HostMemory(t, 4096)
+			d, err := b.Register(addr(dst), 4096)
+			require.NoError(t, err)
+			defer d.Deregister()
+			const n = 3 * valueSlots
+			for k := uint64(1); k <= n; k++ {
+				require.NoError(t, a.WriteValue(ab, d.Remote(), 64, k))
+			}
+			require.NoError(t, a.Flush(context.Background()))
+			word := (*uint64)(unsafe.Pointer(&dst[64]))
+			deadline := time.Now().Add(10 * time.Second)
+			for atomic.LoadUint64(word) != n && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			assert.Equal(t, uint64(n), atomic.LoadUint64(word))
+		})
+	}
+}
