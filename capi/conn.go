@@ -71,10 +71,14 @@ func mscclppConnect(comm C.mscclppComm_t, remoteRank C.int, tag C.int, localBuff
 			return invalidArg("buffSize is 0")
 		}
 		transport := core.Transport(transportType)
-		if transport == core.TransportP2P && ibDev != nil {
-			c.Logger().Info("mscclppConnect: ibDev is ignored for the P2P transport", "ibDev", C.GoString(ibDev))
+		device := ""
+		if ibDev != nil {
+			device = C.GoString(ibDev)
 		}
-		return c.Connect(int(remoteRank), int(tag), cuda.DevicePtr(uintptr(localBuff)), uint64(buffSize), transport)
+		if transport == core.TransportP2P && device != "" {
+			c.Logger().Info("mscclppConnect: ibDev is ignored for the P2P transport", "ibDev", device)
+		}
+		return c.Connect(int(remoteRank), int(tag), cuda.DevicePtr(uintptr(localBuff)), uint64(buffSize), transport, device)
 	})
 }
 

@@ -75,6 +75,25 @@ func Providers() ([]string, error) {
 	return strings.Split(s, ","), nil
 }
 
+// Domains lists the domains (NICs such as mlx5_0, or interfaces such as eth0 for tcp) that the
+// provider offers for an Endpoint; a core provider's name also means a layered one over it.
+func Domains(provider string) ([]string, error) {
+	if err := load(); err != nil {
+		return nil, err
+	}
+	cprov := C.CString(resolve(provider))
+	defer C.free(unsafe.Pointer(cprov))
+	var out [4096]C.char
+	if r := C.mscclpp_fab_domains(cprov, &out[0], C.size_t(len(out))); r != 0 {
+		return nil, fabricError("fi_getinfo", r)
+	}
+	s := C.GoString(&out[0])
+	if s == "" {
+		return nil, nil
+	}
+	return strings.Split(s, ","), nil
+}
+
 // networkPreference is the order in which NetworkProvider picks a provider.
 var networkPreference = []string{"verbs", "efa", "cxi", "tcp"}
 

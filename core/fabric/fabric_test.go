@@ -239,3 +239,16 @@ func TestManySignals(t *testing.T) {
 		})
 	}
 }
+
+// TestDomains: the providers name their domains (tcp: the interfaces, loopback among them).
+func TestDomains(t *testing.T) {
+	if !Has("tcp") {
+		t.Skip("libfabric offers no tcp provider here")
+	}
+	d, err := Domains("tcp")
+	require.NoError(t, err)
+	assert.Contains(t, d, "lo")
+	none, err := Domains("no-such-provider")
+	require.NoError(t, err)
+	assert.Empty(t, none)
+}

@@ -129,6 +129,36 @@ int mscclpp_fab_providers(char *out, size_t out_len)
 	return 0;
 }
 
+int mscclpp_fab_domains(const char *prov, char *out, size_t out_len)
+{
+	struct fi_info *h = hints(prov, NULL), *list = NULL;
+	if (h == NULL)
+		return -FI_ENOMEM;
+	int r = p_getinfo(API_VERSION, NULL, NULL, 0, h, &list);
+	p_freeinfo(h);
+	out[0] = '\0';
+	if (r == -FI_ENODATA)
+		return 0;
+	if (r != 0)
+		return r;
+	size_t used = 0;
+	for (struct fi_info *i = list; i != NULL; i = i->next) {
+		const char *name = i->domain_attr->name;
+		int seen = 0;
+		for (struct fi_info *j = list; j != i; j = j->next)
+			if (strcmp(j->domain_attr->name, name) == 0)
+				seen = 1;
+		if (seen)
+			continue;
+		int n = snprintf(out + used, out_len - used, "%s%s", used ? "," : "", name);
+		if (n < 0 || (size_t)n >= out_len - used)
+			break;
+		used += n;
+	}
+	p_freeinfo(list);
+	return 0;
+}
+
 int mscclpp_fab_open(const char *prov, const char *domain, struct mscclpp_fab_ep **out, const char **where)
 {
 	*out = NULL;

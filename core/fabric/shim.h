@@ -36,6 +36,12 @@ const char *mscclpp_fab_strerror(int code);
 int mscclpp_fab_providers(char *out, size_t out_len);
 
 /*
+ * mscclpp_fab_domains writes the domain names (NICs, interfaces) that provider prov offers for
+ * such an endpoint, separated by commas, into out. Returns 0 or a negative libfabric error.
+ */
+int mscclpp_fab_domains(const char *prov, char *out, size_t out_len);
+
+/*
  * mscclpp_fab_open opens an RDM endpoint of provider prov (NULL: libfabric's first choice), with
  * a completion queue and an address vector. domain, when not NULL, picks the domain (NIC) by
  * name. Returns 0 or a negative libfabric error; where says which step failed.

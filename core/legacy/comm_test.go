@@ -54,27 +54,29 @@ func TestConnectRefuses(t *testing.T) {
 		buf        cuda.DevicePtr
 		size       uint64
 		transport  core.Transport
+		device     string
 		class      error
 		want       string
 	}{
-		{"self", 0, 0, buf, 8, core.TransportP2P, errs.ErrInvalidArgument, "is this rank"},
-		{"rank out of range", 2, 0, buf, 8, core.TransportP2P, errs.ErrInvalidArgument, "out of range [0, 2)"},
-		{"NULL buffer", 1, 0, 0, 8, core.TransportP2P, errs.ErrInvalidArgument, "buffer is NULL"},
-		{"size 0", 1, 0, buf, 0, core.TransportP2P, errs.ErrInvalidArgument, "size is 0"},
-		{"IB", 1, 0, buf, 8, core.TransportIB, core.ErrTransportUnavailable, "no RDMA device"},
-		{"SHM", 1, 0, buf, 8, core.TransportSHM, core.ErrTransportUnavailable, "not implemented"},
-		{"unknown transport", 1, 0, buf, 8, core.Transport(9), errs.ErrInvalidArgument, "unknown transport 9"},
+		{"self", 0, 0, buf, 8, core.TransportP2P, "", errs.ErrInvalidArgument, "is this rank"},
+		{"rank out of range", 2, 0, buf, 8, core.TransportP2P, "", errs.ErrInvalidArgument, "out of range [0, 2)"},
+		{"NULL buffer", 1, 0, 0, 8, core.TransportP2P, "", errs.ErrInvalidArgument, "buffer is NULL"},
+		{"size 0", 1, 0, buf, 0, core.TransportP2P, "", errs.ErrInvalidArgument, "size is 0"},
+		{"IB", 1, 0, buf, 8, core.TransportIB, "", core.ErrTransportUnavailable, "not implemented yet"},
+		{"IB on a missing device", 1, 0, buf, 8, core.TransportIB, "mlx5_9", core.ErrTransportUnavailable, `no RDMA device was found named "mlx5_9"`},
+		{"SHM", 1, 0, buf, 8, core.TransportSHM, "", core.ErrTransportUnavailable, "not implemented"},
+		{"unknown transport", 1, 0, buf, 8, core.Transport(9), "", errs.ErrInvalidArgument, "unknown transport 9"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := c.Connect(tc.remoteRank, tc.tag, tc.buf, tc.size, tc.transport)
+			err := c.Connect(tc.remoteRank, tc.tag, tc.buf, tc.size, tc.transport, tc.device)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, tc.class)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	require.NoError(t, c.Connect(1, 5, buf, 8, core.TransportP2P))
-	err := c.Connect(1, 5, buf, 8, core.TransportP2P)
+	require.NoError(t, c.Connect(1, 5, buf, 8, core.TransportP2P, ""))
+	err := c.Connect(1, 5, buf, 8, core.TransportP2P, "")
 	assert.ErrorIs(t, err, errs.ErrInvalidUsage, "a second (1, 5) connection")
 	_, err = c.DevConns()
 	assert.ErrorIs(t, err, ErrNotSetUp)
@@ -125,7 +127,7 @@ func TestCommKeepsCallersContext(t *testing.T) {
 				name string
 				run  func() error
 			}{
-				{"Connect", func() error { return c.Connect(1-r, 0, bufs[r], size, core.TransportP2P) }},
+				{"Connect", func() error { return c.Connect(1-r, 0, bufs[r], size, core.TransportP2P, "") }},
 				{"ConnectionSetup", func() error { return c.ConnectionSetup(context.Background()) }},
 				{"DevConns", func() error {
 					conns, err := c.DevConns()

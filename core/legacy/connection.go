@@ -3,6 +3,10 @@ package legacy
 import (
 	"fmt"
 	"github.com/mscclpp-go/mscclpp/core"
+	"github.com/mscclpp-go/mscclpp/core/fabric"
+	"github.com/mscclpp-go/mscclpp/internal/config"
+	"slices"
+	"strings"
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
@@ -43,7 +47,9 @@ type connKey struct{ remoteRank, tag int }
 // Connect declares a connection to remoteRank with the given tag over localBuf (size bytes of
 // device memory). It records intent only; ConnectionSetup makes it real. Rank i's (j, tag)
 // connection pairs with rank j's (i, tag).
-func (c *Comm) Connect(remoteRank, tag int, localBuf cuda.DevicePtr, size uint64, transport core.Transport) error {
+//
+// device names the NIC of an IB connection (mscclppConnect's ibDev); other transports ignore it.
+func (c *Comm) Connect(remoteRank, tag int, localBuf cuda.DevicePtr, size uint64, transport core.Transport, device string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable(); err != nil {
@@ -62,8 +68,7 @@ func (c *Comm) Connect(remoteRank, tag int, localBuf cuda.DevicePtr, size uint64
 	switch transport {
 	case core.TransportP2P:
 	case core.TransportIB:
-		return fmt.Errorf("connect to rank %d tag %d over IB: no RDMA device was found (the legacy API's IB transport is not supported by this build; the channel API's libfabric transport is): %w",
-			remoteRank, tag, core.ErrTransportUnavailable)
+		return refuseIB(remoteRank, tag, device)
 	case core.TransportSHM:
 		return fmt.Errorf("connect to rank %d tag %d over SHM: the shared-memory transport is not implemented in the legacy API: %w",
 			remoteRank, tag, core.ErrTransportUnavailable)
@@ -159,4 +164,32 @@ func (c *Comm) devConn(i int) DevConn {
 			ConnID:          int32(i),
 		},
 	}
+}
+
+// refuseIB says why an IB connection cannot be made yet: the device is not one libfabric offers
+// (named, with the ones it does), or the legacy API's network path, which is not built.
+// mscclppTransportIB means libfabric's verbs provider on device, unless MSCCLPP_NET_PROVIDER
+// names another provider, which then decides (and device is not checked).
+func refuseIB(remoteRank, tag int, device string) error {
+	what := fmt.Sprintf("connect to rank %d tag %d over IB", remoteRank, tag)
+	provider := config.NetProvider.Get()
+	if provider == "" {
+		provider = "verbs"
+		if device != "" {
+			domains, err := fabric.Domains(provider)
+			if err != nil {
+				return fmt.Errorf("%s: no RDMA device was found: %w: %w", what, core.ErrTransportUnavailable, err)
+			}
+			if !slices.Contains(domains, device) {
+				offered := "none"
+				if len(domains) > 0 {
+					offered = strings.Join(domains, ", ")
+				}
+				return fmt.Errorf("%s: no RDMA device was found named %q (libfabric's verbs provider offers: %s; MSCCLPP_NET_PROVIDER picks another provider): %w",
+					what, device, offered, core.ErrTransportUnavailable)
+			}
+		}
+	}
+	return fmt.Errorf("%s (libfabric provider %s, device %q): the legacy API's network path (device buffers through the proxy) is not implemented yet; the channel API connects host memory over it: %w",
+		what, provider, device, core.ErrTransportUnavailable)
 }
