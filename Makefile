@@ -57,7 +57,7 @@ NP           ?= 4
 # Examples are built against build/ only, through the pkg-config file there.
 PKG          := PKG_CONFIG_PATH=$(ABS_BUILD)/lib/pkgconfig pkg-config mscclpp
 EXAMPLES     := $(BUILD)/examples/bootstrap
-TEST_BINS    := $(BUILD)/tests/refusals $(BUILD)/tests/core_refusals $(BUILD)/tests/env_after_load
+TEST_BINS    := $(BUILD)/tests/refusals $(BUILD)/tests/core_refusals $(BUILD)/tests/env_after_load $(BUILD)/tests/fabric_hostmem
 
 # A recipe that fails leaves no half-written target behind.
 .DELETE_ON_ERROR:
@@ -222,6 +222,10 @@ $(BUILD)/tests/core_refusals: tests/capi/core_refusals.c all
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Wpedantic $< $$($(PKG) --cflags --libs) -lpthread -o $@
 
+$(BUILD)/tests/fabric_hostmem: tests/capi/fabric_hostmem.c all
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Wpedantic $< $$($(PKG) --cflags --libs) -lpthread -o $@
+
 $(BUILD)/tests/env_after_load: tests/capi/env_after_load.c all
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Wpedantic -D_POSIX_C_SOURCE=200112L $< $$($(PKG) --cflags --libs) -o $@
@@ -252,6 +256,7 @@ capi-test: $(TEST_BINS) ## C ABI refusals, log handler, error strings and setenv
 	./tests/capi/core_c_exports.sh $(LIB) include/mscclpp/core.h
 	./tests/capi/core_c_exports.sh $(LIB) include/mscclpp/collectives.h
 	$(BUILD)/tests/core_refusals
+	$(BUILD)/tests/fabric_hostmem
 	$(BUILD)/tests/env_after_load
 
 nccl-test: all ## the NCCL layer: header layout, exports, and routing to a fake libnccl.so.2 under mpirun

@@ -130,6 +130,9 @@ func mscclppCommunicatorConnect(comm C.mscclppCommunicator_t, transport C.mscclp
 				Transport: core.Transport(transport),
 				Device:    core.Device{Type: core.DeviceGPU, ID: int(deviceID)},
 			}
+			if deviceID == C.MSCCLPP_DEVICE_ID_CPU {
+				cfg.Device = core.Device{Type: core.DeviceCPU}
+			}
 			return newFuture(futureConnection, c.Connect(cfg, int(remoteRank), int(tag))), nil
 		})
 	})

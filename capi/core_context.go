@@ -6,6 +6,8 @@ package main
 import "C"
 
 import (
+	"context"
+	"time"
 	"unsafe"
 
 	"github.com/mscclpp-go/mscclpp/core"
@@ -112,6 +114,69 @@ func mscclppConnectionRelease(conn C.mscclppConnection_t) C.mscclppResult_t {
 		// A connection has nothing of its own to close: its stream belongs to its context.
 		_, err := connections.release(unsafe.Pointer(conn))
 		return err
+	})
+}
+
+//export mscclppConnectionWrite
+func mscclppConnectionWrite(conn C.mscclppConnection_t, dst C.mscclppRegMem_t, dstOffset C.uint64_t,
+	src C.mscclppRegMem_t, srcOffset, size C.uint64_t) C.mscclppResult_t {
+	return call("mscclppConnectionWrite", func() error {
+		cn, err := connections.lookup(unsafe.Pointer(conn))
+		if err != nil {
+			return err
+		}
+		d, err := memories.lookup(unsafe.Pointer(dst))
+		if err != nil {
+			return err
+		}
+		s, err := memories.lookup(unsafe.Pointer(src))
+		if err != nil {
+			return err
+		}
+		return cn.Write(d, uint64(dstOffset), s, uint64(srcOffset), uint64(size))
+	})
+}
+
+//export mscclppConnectionUpdateAndSync
+func mscclppConnectionUpdateAndSync(conn C.mscclppConnection_t, dst C.mscclppRegMem_t, dstOffset, value C.uint64_t) C.mscclppResult_t {
+	return call("mscclppConnectionUpdateAndSync", func() error {
+		cn, err := connections.lookup(unsafe.Pointer(conn))
+		if err != nil {
+			return err
+		}
+		d, err := memories.lookup(unsafe.Pointer(dst))
+		if err != nil {
+			return err
+		}
+		return cn.UpdateAndSync(d, uint64(dstOffset), uint64(value))
+	})
+}
+
+//export mscclppConnectionFlush
+func mscclppConnectionFlush(conn C.mscclppConnection_t, timeoutMs C.int64_t) C.mscclppResult_t {
+	return call("mscclppConnectionFlush", func() error {
+		cn, err := connections.lookup(unsafe.Pointer(conn))
+		if err != nil {
+			return err
+		}
+		ctx := context.Background()
+		if timeoutMs >= 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(timeoutMs)*time.Millisecond)
+			defer cancel()
+		}
+		return cn.Flush(ctx)
+	})
+}
+
+//export mscclppContextProgress
+func mscclppContextProgress(ctx C.mscclppContext_t, transport C.mscclppTransport_t) C.mscclppResult_t {
+	return call("mscclppContextProgress", func() error {
+		c, err := contexts.lookup(unsafe.Pointer(ctx))
+		if err != nil {
+			return err
+		}
+		return c.Progress(core.Transport(transport))
 	})
 }
 

@@ -36,7 +36,7 @@ func (c *Connection) Remote() Endpoint { return c.remote }
 func (c *Connection) Context() *Context { return c.ctx }
 
 func (c *Connection) String() string {
-	return fmt.Sprintf("connection %016x -> %016x (GPU %d)", c.local.id, c.remote.id, c.local.config.Device.ID)
+	return fmt.Sprintf("connection %016x -> %016x (%v over %v)", c.local.id, c.remote.id, c.local.config.Device, c.local.config.Transport)
 }
 
 // Write queues a copy of size bytes from src at srcOffset to dst at dstOffset on the

@@ -102,6 +102,24 @@ mscclppResult_t mscclppContextConnect(mscclppContext_t context, const mscclppEnd
                                       const mscclppEndpoint* remote, mscclppConnection_t* connection);
 /* Releases a connection (local). */
 mscclppResult_t mscclppConnectionRelease(mscclppConnection_t connection);
+/* Queues a copy of `size` bytes from `src` at `srcOffset` (memory of this process) into `dst` at
+ * `dstOffset` (the peer's memory, from mscclppMemoryOpen or a communicator), in order with the
+ * connection's other operations; returns without waiting. Over IB and SHM (libfabric: host
+ * memory, CPU endpoints) the peer's memory is reached by its key and needs no mapping. */
+mscclppResult_t mscclppConnectionWrite(mscclppConnection_t connection, mscclppRegMem_t dst, uint64_t dstOffset,
+                                       mscclppRegMem_t src, uint64_t srcOffset, uint64_t size);
+/* Queues, after the data of earlier writes, an 8-byte store of `value` at `dst` + `dstOffset`
+ * (8-byte aligned): the signal that tells the peer the data has landed. Does not wait. */
+mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t connection, mscclppRegMem_t dst,
+                                               uint64_t dstOffset, uint64_t value);
+/* Waits until everything queued on the connection has completed, or `timeoutMs` milliseconds
+ * pass (mscclppSystemError; negative: no limit). */
+mscclppResult_t mscclppConnectionFlush(mscclppConnection_t connection, int64_t timeoutMs);
+/* Makes the context's libfabric endpoint of `transport` progress once. A rank that waits in host
+ * memory for a peer's IB or SHM writes calls it while it waits, for the lowest latency (a
+ * background thread does the same every few tens of microseconds otherwise). Nothing to do
+ * for P2P. Local. */
+mscclppResult_t mscclppContextProgress(mscclppContext_t context, mscclppTransport_t transport);
 
 /* ---- Registered memory ------------------------------------------------------------------------ */
 
@@ -159,6 +177,8 @@ mscclppResult_t mscclppProxyServiceDestroy(mscclppProxyService_t service);
 /* ---- Communicator (bootstrap + context) and futures --------------------------------------------- */
 
 typedef struct mscclppCommunicator_s* mscclppCommunicator_t;
+/* mscclppCommunicatorConnect's deviceId for a host-memory (CPU) endpoint. */
+#define MSCCLPP_DEVICE_ID_CPU (-1)
 typedef struct mscclppFuture_s* mscclppFuture_t;  /* a pending result; get it, then destroy it */
 
 /* A communicator over a bootstrap and a context (it does not take ownership of them). Local. */
@@ -168,7 +188,8 @@ mscclppResult_t mscclppCommunicatorDestroy(mscclppCommunicator_t communicator);
 /* Tags are in [0, 2^24). Calls of one kind (connect, semaphore, memory) with the same peer and tag
  * are paired with the peer's mirror calls in call order; kinds never mix.
  * Starts connecting to `remoteRank` (which makes the mirror call with this rank and the same tag);
- * the endpoint is GPU deviceId of this process. */
+ * the endpoint is GPU deviceId of this process, or host memory (the CPU) for deviceId
+ * MSCCLPP_DEVICE_ID_CPU, as IB and SHM connections take. */
 mscclppResult_t mscclppCommunicatorConnect(mscclppCommunicator_t communicator, mscclppTransport_t transport,
                                            int deviceId, int remoteRank, int tag, mscclppFuture_t* future);
 /* Starts building a semaphore over `connection` with `remoteRank` (mirror call there). */
