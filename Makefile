@@ -56,7 +56,7 @@ NP           ?= 4
 
 # Examples are built against build/ only, through the pkg-config file there.
 PKG          := PKG_CONFIG_PATH=$(ABS_BUILD)/lib/pkgconfig pkg-config mscclpp
-EXAMPLES     := $(BUILD)/examples/bootstrap
+EXAMPLES     := $(BUILD)/examples/bootstrap $(BUILD)/examples/hostmem_ring
 TEST_BINS    := $(BUILD)/tests/refusals $(BUILD)/tests/core_refusals $(BUILD)/tests/env_after_load $(BUILD)/tests/fabric_hostmem
 
 # A recipe that fails leaves no half-written target behind.
@@ -214,6 +214,10 @@ $(BUILD)/examples/bootstrap: examples/mpi/bootstrap/main.cpp all
 	@mkdir -p $(dir $@)
 	$(MPICXX) -std=c++17 -O2 -Wall -Wextra -DOMPI_SKIP_MPICXX $< $$($(PKG) --cflags --libs) -o $@
 
+$(BUILD)/examples/hostmem_ring: examples/mpi/hostmem_ring/main.cpp all
+	@mkdir -p $(dir $@)
+	$(MPICXX) -std=c++17 -O2 -Wall -Wextra -DOMPI_SKIP_MPICXX $< $$($(PKG) --cflags --libs) -o $@
+
 $(BUILD)/tests/refusals: tests/capi/refusals.cpp all
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -Wall -Wextra $< $$($(PKG) --cflags --libs) -o $@
@@ -271,6 +275,7 @@ nccl-test: all ## the NCCL layer: header layout, exports, and routing to a fake 
 
 examples-test: examples ## run the examples under mpirun with $(NP) ranks
 	./examples/mpi/bootstrap/run.sh $(BUILD)/examples/bootstrap $(NP) "$(MPIRUN) $(MPIRUN_FLAGS)"
+	timeout 120 $(MPIRUN) $(MPIRUN_FLAGS) -np $(NP) $(BUILD)/examples/hostmem_ring --separate-hosts
 
 mpi-gotest: ## the Go bootstrap test with the unique id shared through MPI (tests/mpi/gompi)
 	@mkdir -p $(BUILD)/tests
