@@ -59,32 +59,31 @@ func Version() (major, minor int, err error) {
 	return int(v >> 16), int(v & 0xffff), nil
 }
 
-// Providers lists the providers that offer what an Endpoint needs, in libfabric's order.
-func Providers() ([]string, error) {
-	if err := load(); err != nil {
-		return nil, err
-	}
-	var out [1024]C.char
-	if r := C.mscclpp_fab_providers(&out[0], C.size_t(len(out))); r != 0 {
-		return nil, fabricError("fi_getinfo", r)
-	}
-	s := C.GoString(&out[0])
-	if s == "" {
-		return nil, nil
-	}
-	return strings.Split(s, ","), nil
-}
+// Providers lists the providers that offer what an Endpoint needs, in libfabric's order. The
+// list is read once per process.
+func Providers() ([]string, error) { return providers() }
+
+var providers = sync.OnceValues(func() ([]string, error) { return list("", C.MSCCLPP_FAB_LIST_PROVIDERS) })
 
 // Domains lists the domains (NICs such as mlx5_0, or interfaces such as eth0 for tcp) that the
 // provider offers for an Endpoint; a core provider's name also means a layered one over it.
 func Domains(provider string) ([]string, error) {
+	return list(resolve(provider), C.MSCCLPP_FAB_LIST_DOMAINS)
+}
+
+// list asks libfabric for the providers or the domains (what) that offer an Endpoint, of the
+// given provider ("" for any).
+func list(provider string, what C.int) ([]string, error) {
 	if err := load(); err != nil {
 		return nil, err
 	}
-	cprov := C.CString(resolve(provider))
-	defer C.free(unsafe.Pointer(cprov))
+	var cprov *C.char
+	if provider != "" {
+		cprov = C.CString(provider)
+		defer C.free(unsafe.Pointer(cprov))
+	}
 	var out [4096]C.char
-	if r := C.mscclpp_fab_domains(cprov, &out[0], C.size_t(len(out))); r != 0 {
+	if r := C.mscclpp_fab_list(cprov, what, &out[0], C.size_t(len(out))); r != 0 {
 		return nil, fabricError("fi_getinfo", r)
 	}
 	s := C.GoString(&out[0])

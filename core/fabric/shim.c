@@ -98,38 +98,13 @@ static struct fi_info *hints(const char *prov, const char *domain)
 	return h;
 }
 
-int mscclpp_fab_providers(char *out, size_t out_len)
+/* The name of what mscclpp_fab_list lists, in one row of fi_getinfo's answer. */
+static const char *listed_name(const struct fi_info *i, int what)
 {
-	struct fi_info *h = hints(NULL, NULL), *list = NULL;
-	if (h == NULL)
-		return -FI_ENOMEM;
-	int r = p_getinfo(API_VERSION, NULL, NULL, 0, h, &list);
-	p_freeinfo(h);
-	out[0] = '\0';
-	if (r == -FI_ENODATA)
-		return 0;
-	if (r != 0)
-		return r;
-	size_t used = 0;
-	for (struct fi_info *i = list; i != NULL; i = i->next) {
-		const char *name = i->fabric_attr->prov_name;
-		/* Each provider once, in libfabric's order of preference. */
-		int seen = 0;
-		for (struct fi_info *j = list; j != i; j = j->next)
-			if (strcmp(j->fabric_attr->prov_name, name) == 0)
-				seen = 1;
-		if (seen)
-			continue;
-		int n = snprintf(out + used, out_len - used, "%s%s", used ? "," : "", name);
-		if (n < 0 || (size_t)n >= out_len - used)
-			break;
-		used += n;
-	}
-	p_freeinfo(list);
-	return 0;
+	return what == MSCCLPP_FAB_LIST_DOMAINS ? i->domain_attr->name : i->fabric_attr->prov_name;
 }
 
-int mscclpp_fab_domains(const char *prov, char *out, size_t out_len)
+int mscclpp_fab_list(const char *prov, int what, char *out, size_t out_len)
 {
 	struct fi_info *h = hints(prov, NULL), *list = NULL;
 	if (h == NULL)
@@ -143,10 +118,11 @@ int mscclpp_fab_domains(const char *prov, char *out, size_t out_len)
 		return r;
 	size_t used = 0;
 	for (struct fi_info *i = list; i != NULL; i = i->next) {
-		const char *name = i->domain_attr->name;
+		const char *name = listed_name(i, what);
+		/* Each name once, in libfabric's order of preference. */
 		int seen = 0;
 		for (struct fi_info *j = list; j != i; j = j->next)
-			if (strcmp(j->domain_attr->name, name) == 0)
+			if (strcmp(listed_name(j, what), name) == 0)
 				seen = 1;
 		if (seen)
 			continue;

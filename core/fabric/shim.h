@@ -28,18 +28,16 @@ uint32_t mscclpp_fab_version(void);
 /* mscclpp_fab_strerror returns fi_strerror(code) (code positive). */
 const char *mscclpp_fab_strerror(int code);
 
-/*
- * mscclpp_fab_providers writes the names of the providers that offer an RDM endpoint with RMA
- * and write-after-write ordering, separated by commas, into out. Returns 0 or a negative
- * libfabric error.
- */
-int mscclpp_fab_providers(char *out, size_t out_len);
+/* What mscclpp_fab_list lists. */
+enum { MSCCLPP_FAB_LIST_PROVIDERS = 0, MSCCLPP_FAB_LIST_DOMAINS = 1 };
 
 /*
- * mscclpp_fab_domains writes the domain names (NICs, interfaces) that provider prov offers for
- * such an endpoint, separated by commas, into out. Returns 0 or a negative libfabric error.
+ * mscclpp_fab_list writes, separated by commas and each once, the names of the providers
+ * (MSCCLPP_FAB_LIST_PROVIDERS) or of the domains (NICs, interfaces: MSCCLPP_FAB_LIST_DOMAINS)
+ * that offer an RDM endpoint with RMA and write-after-write ordering, of provider prov (NULL: of
+ * any), in libfabric's order, into out. Returns 0 or a negative libfabric error.
  */
-int mscclpp_fab_domains(const char *prov, char *out, size_t out_len);
+int mscclpp_fab_list(const char *prov, int what, char *out, size_t out_len);
 
 /*
  * mscclpp_fab_open opens an RDM endpoint of provider prov (NULL: libfabric's first choice), with
