@@ -222,11 +222,11 @@ $(BUILD)/tests/refusals: tests/capi/refusals.cpp all
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -Wall -Wextra $< $$($(PKG) --cflags --libs) -o $@
 
-$(BUILD)/tests/core_refusals: tests/capi/core_refusals.c all
+$(BUILD)/tests/core_refusals: tests/capi/core_refusals.c tests/capi/check.h all
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Wpedantic $< $$($(PKG) --cflags --libs) -lpthread -o $@
 
-$(BUILD)/tests/fabric_hostmem: tests/capi/fabric_hostmem.c all
+$(BUILD)/tests/fabric_hostmem: tests/capi/fabric_hostmem.c tests/capi/check.h all
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Wpedantic $< $$($(PKG) --cflags --libs) -lpthread -o $@
 

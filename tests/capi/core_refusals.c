@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int passed, failed;
+#include "check.h"
+
 static char logged[1 << 16];
 static size_t loggedLen;
 
@@ -50,23 +50,6 @@ static int loggedContains(const char* needle) {
   return found;
 }
 
-static void expect(int ok, const char* what) {
-  pthread_mutex_lock(&mu);
-  if (ok) {
-    passed++;
-  } else {
-    failed++;
-    printf("FAIL: %s\n", what);
-  }
-  pthread_mutex_unlock(&mu);
-}
-
-static void expectResult(mscclppResult_t got, mscclppResult_t want, const char* what) {
-  char msg[512];
-  snprintf(msg, sizeof(msg), "%s: got %d (%s), want %d", what, (int)got, mscclppGetErrorString(got), (int)want);
-  expect(got == want, msg);
-}
-
 /* A refused call, single-threaded: the result code, and its reason in the log. */
 #define EXPECT_REFUSED(call, want, reason)                                       \
   do {                                                                           \
@@ -79,12 +62,6 @@ static void expectResult(mscclppResult_t got, mscclppResult_t want, const char* 
   } while (0)
 
 #define EXPECT_OK(call) expectResult((call), mscclppSuccess, #call)
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void nullRefusals(void) {
   mscclppBootstrap_t b = NULL;

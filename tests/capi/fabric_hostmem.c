@@ -15,27 +15,14 @@
 #include <string.h>
 #include <time.h>
 
-static int passed, failed;
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+#include "check.h"
 
-static void expect(int ok, const char* what) {
-  pthread_mutex_lock(&mu);
-  if (ok) {
-    passed++;
-  } else {
-    failed++;
-    printf("FAIL: %s\n", what);
-  }
-  pthread_mutex_unlock(&mu);
-}
-
-#define EXPECT_OK(call)                                                                     \
-  do {                                                                                      \
-    mscclppResult_t r_ = (call);                                                            \
-    char what_[512];                                                                        \
-    snprintf(what_, sizeof(what_), "%s returned %d (%s)", #call, (int)r_, mscclppGetErrorString(r_)); \
-    expect(r_ == mscclppSuccess, what_);                                                    \
-    if (r_ != mscclppSuccess) return NULL;                                                  \
+/* A call that must succeed: on failure the rank gives up. */
+#define REQUIRE_OK(call)                                 \
+  do {                                                   \
+    mscclppResult_t r_ = (call);                         \
+    expectResult(r_, mscclppSuccess, #call);             \
+    if (r_ != mscclppSuccess) return NULL;               \
   } while (0)
 
 enum { kBytes = 1 << 20, kRounds = 5 };
@@ -46,12 +33,6 @@ typedef struct {
   mscclppUniqueId id;
 } rankArgs;
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static void* rank(void* arg) {
   const rankArgs* a = (const rankArgs*)arg;
   const int me = a->rank, peer = 1 - a->rank;
@@ -61,30 +42,30 @@ static void* rank(void* arg) {
   mscclppFuture_t fut = NULL;
   mscclppConnection_t conn = NULL;
   mscclppRegMem_t src = NULL, dst = NULL, peerDst = NULL;
-  EXPECT_OK(mscclppBootstrapCreateFromId(&b, me, 2, a->id));
-  EXPECT_OK(mscclppContextCreate(&ctx));
-  EXPECT_OK(mscclppCommunicatorCreate(b, ctx, &comm));
-  EXPECT_OK(mscclppCommunicatorConnect(comm, a->transport, MSCCLPP_DEVICE_ID_CPU, peer, 0, &fut));
-  EXPECT_OK(mscclppFutureGetConnection(fut, &conn));
-  EXPECT_OK(mscclppFutureDestroy(fut));
+  REQUIRE_OK(mscclppBootstrapCreateFromId(&b, me, 2, a->id));
+  REQUIRE_OK(mscclppContextCreate(&ctx));
+  REQUIRE_OK(mscclppCommunicatorCreate(b, ctx, &comm));
+  REQUIRE_OK(mscclppCommunicatorConnect(comm, a->transport, MSCCLPP_DEVICE_ID_CPU, peer, 0, &fut));
+  REQUIRE_OK(mscclppFutureGetConnection(fut, &conn));
+  REQUIRE_OK(mscclppFutureDestroy(fut));
 
   unsigned char* out = malloc(kBytes);
   unsigned char* in = aligned_alloc(64, kBytes + 64);
   memset(in, 0, kBytes + 64);
   volatile uint64_t* signal = (volatile uint64_t*)(in + kBytes);
-  EXPECT_OK(mscclppRegisterMemory(ctx, out, kBytes, a->transport, &src));
-  EXPECT_OK(mscclppRegisterMemory(ctx, in, kBytes + 64, a->transport, &dst));
-  EXPECT_OK(mscclppCommunicatorSendMemory(comm, dst, peer, 1, &fut));
-  EXPECT_OK(mscclppFutureWait(fut));
-  EXPECT_OK(mscclppFutureDestroy(fut));
-  EXPECT_OK(mscclppCommunicatorRecvMemory(comm, peer, 1, &fut));
-  EXPECT_OK(mscclppFutureGetMemory(fut, &peerDst));
-  EXPECT_OK(mscclppFutureDestroy(fut));
+  REQUIRE_OK(mscclppRegisterMemory(ctx, out, kBytes, a->transport, &src));
+  REQUIRE_OK(mscclppRegisterMemory(ctx, in, kBytes + 64, a->transport, &dst));
+  REQUIRE_OK(mscclppCommunicatorSendMemory(comm, dst, peer, 1, &fut));
+  REQUIRE_OK(mscclppFutureWait(fut));
+  REQUIRE_OK(mscclppFutureDestroy(fut));
+  REQUIRE_OK(mscclppCommunicatorRecvMemory(comm, peer, 1, &fut));
+  REQUIRE_OK(mscclppFutureGetMemory(fut, &peerDst));
+  REQUIRE_OK(mscclppFutureDestroy(fut));
 
   for (uint64_t k = 1; k <= kRounds; k++) {
     for (int i = 0; i < kBytes; i++) out[i] = (unsigned char)(i * 7 + me + (int)k);
-    EXPECT_OK(mscclppConnectionWrite(conn, peerDst, 0, src, 0, kBytes));
-    EXPECT_OK(mscclppConnectionUpdateAndSync(conn, peerDst, kBytes, k));
+    REQUIRE_OK(mscclppConnectionWrite(conn, peerDst, 0, src, 0, kBytes));
+    REQUIRE_OK(mscclppConnectionUpdateAndSync(conn, peerDst, kBytes, k));
     double deadline = now() + 30;
     mscclppResult_t progress = mscclppSuccess;
     while (*signal != k && now() < deadline && progress == mscclppSuccess)
@@ -98,18 +79,18 @@ static void* rank(void* arg) {
     snprintf(what, sizeof(what), "transport %d, rank %d, round %d: %d of %d bytes wrong", (int)a->transport, me,
              (int)k, wrong, kBytes);
     expect(wrong == 0, what);
-    EXPECT_OK(mscclppConnectionFlush(conn, 30000));
-    EXPECT_OK(mscclppBootstrapBarrierAll(b));  // both have read round k before round k+1 lands
+    REQUIRE_OK(mscclppConnectionFlush(conn, 30000));
+    REQUIRE_OK(mscclppBootstrapBarrierAll(b));  // both have read round k before round k+1 lands
   }
   expect(mscclppConnectionWrite(conn, peerDst, kBytes, src, 0, 128) == mscclppInvalidArgument,
          "a write past the peer's memory is refused");
-  EXPECT_OK(mscclppMemoryRelease(peerDst));
-  EXPECT_OK(mscclppMemoryRelease(src));
-  EXPECT_OK(mscclppMemoryRelease(dst));
-  EXPECT_OK(mscclppConnectionRelease(conn));
-  EXPECT_OK(mscclppCommunicatorDestroy(comm));
-  EXPECT_OK(mscclppContextDestroy(ctx));
-  EXPECT_OK(mscclppBootstrapDestroy(b));
+  REQUIRE_OK(mscclppMemoryRelease(peerDst));
+  REQUIRE_OK(mscclppMemoryRelease(src));
+  REQUIRE_OK(mscclppMemoryRelease(dst));
+  REQUIRE_OK(mscclppConnectionRelease(conn));
+  REQUIRE_OK(mscclppCommunicatorDestroy(comm));
+  REQUIRE_OK(mscclppContextDestroy(ctx));
+  REQUIRE_OK(mscclppBootstrapDestroy(b));
   free(out);
   free(in);
   return NULL;
