@@ -61,8 +61,15 @@ const (
 
 // Default crossovers (bytes of the whole AllReduce buffer; bytes per rank for AllGather),
 // measured on H200s over NVLink (docs/PERFORMANCE.md).
-func allReducePacketLimit(nRanks int) uint64 {
-	if nRanks <= 2 {
+//
+// allReducePacketLimit: on 2 ranks with unregistered buffers, one-shot packets up to a whole
+// packet slot: at 1 MiB they took 10.2 us where rsag took 15.8 and NCCL 13.3 (2 x H100, graph
+// mode, 2026-11-26); with registered buffers direct takes over from 512 KiB.
+func allReducePacketLimit(nRanks int, zeroCopy bool) uint64 {
+	switch {
+	case nRanks <= 2 && !zeroCopy:
+		return packetMaxBytes
+	case nRanks <= 2:
 		return 512 << 10
 	}
 	return 128 << 10
@@ -165,7 +172,7 @@ func chooseAllReduce(bytes uint64, dt DataType, op Op, nRanks, maxGrid int, reg 
 		}
 	case AlgoAuto:
 		switch {
-		case bytes <= allReducePacketLimit(nRanks):
+		case bytes <= allReducePacketLimit(nRanks, zeroCopy):
 			algo = AlgoPacket
 		case bytes <= allReducePacket2Limit(nRanks, zeroCopy) && fitsTwoShot:
 			algo = AlgoPacket2

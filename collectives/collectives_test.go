@@ -31,8 +31,8 @@ func TestChooseAllReduce(t *testing.T) {
 		threads  int
 	}{
 		{4, 2, false, AlgoAuto, AlgoPacket, 1, packetThreads},
-		{512 << 10, 2, false, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
-		{512<<10 + 4, 2, false, AlgoAuto, AlgoRSAG, 9, rsagThreads},
+		{packetMaxBytes, 2, false, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
+		{packetMaxBytes + 4, 2, false, AlgoAuto, AlgoRSAG, 17, rsagThreads},
 		{128<<10 + 4, 4, false, AlgoAuto, AlgoPacket2, 33, packetThreads},
 		{1 << 20, 4, false, AlgoAuto, AlgoPacket2, maxBlocks, packetThreads},
 		{1<<20 + 4, 4, false, AlgoAuto, AlgoRSAG, 9, rsagThreads},

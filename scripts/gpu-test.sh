@@ -156,8 +156,8 @@ if build_cuda "$src" "$bin/collectives"; then
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick registered
 	run "collectives (registered, rsag_port)" 600 env MSCCLPP_ALLREDUCE_ALGO=rsag_port \
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -np "$np" "$bin/collectives" quick registered
-	# Ranks that disagree about registration: every rank's call must fail on the GPU (the kernels
-	# trap after MSCCLPP_COLL_MAX_SPINS polls; about a second with this bound), not hang.
+	# Ranks that disagree about registration: every rank's kernel must give up after
+	# MSCCLPP_COLL_MAX_SPINS polls (about a second with this bound) and its communicator report it.
 	run "collectives (ranks disagree about registration)" 200 env MSCCLPP_COLL_MAX_SPINS=1048576 \
 		$mpirun -x MSCCLPP_COLL_MAX_SPINS -np "$np" "$bin/collectives" disagree
 else
@@ -170,6 +170,26 @@ if build_cuda "$src" "$bin/p2p"; then
 	run "p2p" 300 $mpirun -np "$np" "$bin/p2p"
 else
 	result "build p2p" 1
+fi
+
+# 4c. Soak: SOAK_CALLS (default 100000) AllReduce and AllGather calls of mixed sizes, types,
+# placements and buffers (registered or not), every result checked on the GPU; on collectives.h,
+# then the same calls through the NCCL API (the program built against include/nccl.h and linked
+# with -lmscclpp_nccl).
+if wanted "soak"; then
+	calls=${SOAK_CALLS:-100000}
+	if build_cuda tests/gpu/soak/main.cu "$bin/soak"; then
+		run "soak, collectives.h" 600 $mpirun -np "$np" "$bin/soak" "$calls"
+	else
+		result "build soak" 1
+	fi
+	if nvcc -std=c++17 -O2 -arch=sm_90 -DSOAK_NCCL -I"$build/include/mscclpp_nccl" -I"$build/include" \
+		$(mpicxx --showme:compile) -DOMPI_SKIP_MPICXX tests/gpu/soak/main.cu -o "$bin/soak_nccl" \
+		-L"$build/lib" -lmscclpp_nccl -Xlinker "-rpath,$build/lib" -Xlinker "$(mpicxx --showme:link | sed 's/ /,/g')" 2>&1; then
+		run "soak, NCCL API" 600 $mpirun -np "$np" "$bin/soak_nccl" "$calls"
+	else
+		result "build soak_nccl" 1
+	fi
 fi
 
 # 5. The Go API's example (built by `make gpu-bundle`).

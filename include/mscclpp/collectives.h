@@ -115,8 +115,9 @@ typedef struct mscclppCollRegistration_s* mscclppCollRegistration_t;
 mscclppResult_t mscclppCollRegister(mscclppCollComm_t collComm, void* buff, size_t size,
                                     mscclppCollRegistration_t* reg);
 /* Drops a registration of collComm on this rank; later collectives copy that buffer through the
- * scratch. Every rank deregisters between the same two collectives (a collective in which ranks
- * disagree fails on the GPU after MSCCLPP_COLL_MAX_SPINS polls, it never writes astray). */
+ * scratch. Every rank deregisters between the same two collectives (in a collective in which ranks
+ * disagree, every rank's kernel gives up after MSCCLPP_COLL_MAX_SPINS polls and the communicator
+ * reports mscclppSystemError; no rank completes it as if nothing were wrong or writes astray). */
 mscclppResult_t mscclppCollDeregister(mscclppCollComm_t collComm, mscclppCollRegistration_t reg);
 
 /* Reduces `count` elements of `datatype` at sendbuff across all ranks with `op` and writes the

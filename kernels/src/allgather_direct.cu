@@ -34,5 +34,6 @@ __device__ __forceinline__ void allgatherDirect(const Args& a) {
 }  // namespace coll
 
 extern "C" __global__ void __launch_bounds__(coll::kPutThreads) mscclpp_allgather_direct(const coll::Args args) {
+  coll::startWaits();
   coll::allgatherDirect(args);
 }

@@ -27,5 +27,6 @@ __device__ __forceinline__ void allgatherPacket(const Args& a) {
 }  // namespace coll
 
 extern "C" __global__ void __launch_bounds__(coll::kPacketThreads, 1) mscclpp_allgather_packet(const coll::Args args) {
+  coll::startWaits();
   coll::allgatherPacket(args);
 }

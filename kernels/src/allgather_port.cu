@@ -52,6 +52,7 @@ __device__ __forceinline__ void allgatherPort(const Args& a) {
 
 }  // namespace coll
 
-extern "C" __global__ void __launch_bounds__(coll::kPutThreads) mscclpp_allgather_port(const coll::Args args) {
+extern "C" __global__ void __launch_bounds__(coll::kPutThreads, COLL_ONE_BLOCK_PER_SM) mscclpp_allgather_port(const coll::Args args) {
+  coll::startWaits();
   coll::allgatherPort(args);
 }

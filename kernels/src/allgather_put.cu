@@ -15,5 +15,6 @@ __device__ __forceinline__ void allgatherPut(const Args& a) {
 }  // namespace coll
 
 extern "C" __global__ void __launch_bounds__(coll::kPutThreads) mscclpp_allgather_put(const coll::Args args) {
+  coll::startWaits();
   coll::allgatherPut(args);
 }

@@ -93,7 +93,7 @@ __device__ __forceinline__ void reducePortWaves(const Args& a, const PortWaves& 
       waitUntil(a, [&] { return *landed > w; });
       __threadfence();  // the slots the counter announces are read after it
     }
-    __syncthreads();
+    syncAfterWaits();
     uint64_t begin;
     const uint64_t len = waveRange(a, v, a.rank, w, &begin);
     const uint64_t part = roundUp(ceilDiv(len, nReducers), kVec);
@@ -188,7 +188,7 @@ __device__ __forceinline__ void issuePortWaves(const Args& a, const PortWaves& v
     flushPorts(a, toRecv[0]);  // one FIFO serves every port channel: this rank's copies are done
     a.state->landed = 0;       // no reducing block reads it again in this call
   }
-  __syncthreads();
+  syncAfterWaits();
   clearWaves(a, nReducers);  // every reducing block counted every wave (seen above)
 }
 

@@ -109,7 +109,7 @@ __device__ __forceinline__ void gatherWaves(const Args& a, const Waves& v) {
       }
     }
   }
-  __syncthreads();
+  syncAfterWaits();
   finishPortCopies(a, ports);
   clearWaves(a, nReducers);  // every reducing block counted every copied wave (seen above)
 }

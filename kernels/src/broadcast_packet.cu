@@ -23,7 +23,7 @@ __device__ __forceinline__ void broadcastPacket(const Args& a) {
   if (a.rank == root) {
     // Every block waits, for every block writes: thread p reads receiver p's packet.
     if (threadIdx.x < a.nRanks - 1) readPacket(a, packetSlotOffset(a, parity, kPacketReduce, peerRank(a, threadIdx.x)), 0, flag);
-    __syncthreads();
+    syncAfterWaits();
     sendPackets(a, packetSlotOffset(a, parity, kPacketReduce, root), static_cast<const char*>(a.send), recv, a.count,
                 flag, tid, nThreads);
   } else {
@@ -39,5 +39,6 @@ __device__ __forceinline__ void broadcastPacket(const Args& a) {
 }  // namespace coll
 
 extern "C" __global__ void __launch_bounds__(coll::kPacketThreads, 1) mscclpp_broadcast_packet(const coll::Args args) {
+  coll::startWaits();
   coll::broadcastPacket(args);
 }

@@ -16,5 +16,6 @@ __device__ __forceinline__ void broadcastPut(const Args& a) {
 }  // namespace coll
 
 extern "C" __global__ void __launch_bounds__(coll::kPutThreads) mscclpp_broadcast_put(const coll::Args args) {
+  coll::startWaits();
   coll::broadcastPut(args);
 }

@@ -88,5 +88,6 @@ __device__ __forceinline__ void broadcastSag(const Args& a) {
 }  // namespace coll
 
 extern "C" __global__ void __launch_bounds__(coll::kPutThreads) mscclpp_broadcast_sag(const coll::Args args) {
+  coll::startWaits();
   coll::broadcastSag(args);
 }

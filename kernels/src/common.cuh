@@ -551,7 +551,7 @@ __device__ __forceinline__ void exchangeDescriptors(const Args& a, uint32_t bloc
     if (sendBytes > 0) peerSend[p] = registeredBuffer(a, peer, sendDesc, sendBytes);
     if (recvBytes > 0) peerRecv[p] = registeredBuffer(a, peer, recvDesc, recvBytes);
   }
-  __syncthreads();
+  syncAfterWaits();
 }
 
 // ---- Port channels (copy engines) ----------------------------------------------------------------
@@ -588,7 +588,7 @@ __device__ __forceinline__ void finishPortCopies(const Args& a, mscclppPortChann
     flushPorts(a, ports[0]);  // one FIFO serves every port channel: one flush covers them all
   }
   if (threadIdx.x < nPeers) waitSignal(a, ports[threadIdx.x]);
-  __syncthreads();
+  syncAfterWaits();
 }
 
 // ---- Calls --------------------------------------------------------------------------------------
@@ -620,7 +620,7 @@ __device__ __forceinline__ void exchangeSignals(const Args& a, uint32_t block) {
     ch.signal();
     waitSignal(a, ch);
   }
-  __syncthreads();
+  syncAfterWaits();
 }
 
 }  // namespace coll
@@ -636,6 +636,7 @@ __device__ __forceinline__ void exchangeSignals(const Args& a, uint32_t block) {
 // and at least MIN_BLOCKS blocks per SM (COLL_*_PER_SM).
 #define COLL_REDUCE_ENTRY(NAME, KERNEL, T, OP, THREADS, MIN_BLOCKS)                              \
   extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) NAME(const coll::Args args) { \
+    coll::startWaits();                                                                           \
     KERNEL<T, OP>(args);                                                                          \
   }
 

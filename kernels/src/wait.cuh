@@ -12,6 +12,13 @@
 // Exited threads release the barriers of their block (PTX `exit`), so the kernel ends and the
 // stream carries no error; its results are undefined and the host reports why (collectives.Comm.Err
 // reads the report). The words are mirrored by collectives/abort.go.
+//
+// A thread that gives up also raises its block's blockGaveUp, and the barrier after a wait is
+// syncAfterWaits, which ends the block's other threads there too: without it they would go on
+// with what the wait should have brought (a peer's buffer address never received: a stray write
+// that kills the context) and signal the peers that a step is done (a peer that runs another
+// algorithm, because the ranks disagree about the call, then completes with wrong bytes and no
+// error). Entry points that wait call startWaits first.
 #ifndef MSCCLPP_KERNELS_WAIT_CUH_
 #define MSCCLPP_KERNELS_WAIT_CUH_
 
@@ -33,11 +40,15 @@ __device__ __forceinline__ void exitThread() {
   __builtin_unreachable();
 }
 
+// Set by a thread of the block that gave up a wait; cleared by startWaits, read by syncAfterWaits.
+__shared__ uint32_t blockGaveUp;
+
 // Gives up a wait: records why (kReportAborted only when no earlier report says more; for
 // kReportTimedOut, also raises the request for the grid's other waiting threads) and exits.
 // Out of line, so that the waits it ends keep their registers for the work around them.
 __device__ __noinline__ void giveUp(uint32_t* abort, uint32_t report) {
   volatile uint32_t* w = abort;
+  *static_cast<volatile uint32_t*>(&blockGaveUp) = 1;
   if (report == kReportTimedOut) {
     w[kAbortReport] = kReportTimedOut;
     __threadfence_system();
@@ -63,6 +74,19 @@ __device__ __forceinline__ void spinCheck(uint32_t* abort, int64_t maxSpins, int
 template <typename Ready>
 __device__ __forceinline__ void spinUntil(uint32_t* abort, int64_t maxSpins, Ready ready) {
   for (int64_t spins = 0; !ready(); ++spins) spinCheck(abort, maxSpins, spins);
+}
+
+// The first step of an entry point whose threads wait: no thread of the block has given up yet.
+__device__ __forceinline__ void startWaits() {
+  if (threadIdx.x == 0) blockGaveUp = 0;
+  __syncthreads();
+}
+
+// The barrier after a wait of some of the block's threads: if one of them gave up, every thread
+// ends here (see the top of this file).
+__device__ __forceinline__ void syncAfterWaits() {
+  __syncthreads();
+  if (blockGaveUp != 0) exitThread();
 }
 
 }  // namespace coll

@@ -748,13 +748,16 @@ void refusals(mscclppCollComm_t comm, cudaStream_t s) {
 // "disagree": rank 0 calls AllReduce on registered buffers and the other ranks on unregistered
 // ones, a usage error no rank can see on the host (each knows only its own registrations): rank 0
 // runs a zero-copy kernel (rsag_direct) and the others a scratch one (rsag), which wait for
-// messages the other side never sends. Every rank's call must end in a CUDA error, the kernels
-// trapping after MSCCLPP_COLL_MAX_SPINS polls, rather than hang or complete. Run it with a small
-// bound. The CUDA context is unusable after a trap, so nothing is freed.
+// messages the other side never sends. Every rank's kernel must give up after
+// MSCCLPP_COLL_MAX_SPINS polls (kernels/src/wait.cuh) and its communicator report it
+// (mscclppCollCommGetAsyncError), with no CUDA error on the stream: never hang, never complete
+// as if nothing were wrong (on 2 GPUs a rank once did, with the other's stray write killing its
+// context, before the kernels' barriers after a wait ended every thread of a block whose thread
+// gave up). Run it with a small bound.
 int disagree() {
   constexpr size_t kCount = size_t(4) << 20;  // 16 MiB of float32: past the one-shot sizes
   constexpr double kLimitSeconds = 120;       // a call still running by then counts as a hang
-  Comm* c = new Comm;                         // never destroyed (see above)
+  Comm* c = new Comm;                         // never destroyed: the communicator is dead
   cudaStream_t s;
   CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const size_t bytes = 2 * kCount * sizeof(float);  // send, then receive
@@ -770,16 +773,19 @@ int disagree() {
   const double start = MPI_Wtime();
   cudaError_t e;
   while ((e = cudaStreamQuery(s)) == cudaErrorNotReady && MPI_Wtime() - start < kLimitSeconds) usleep(1000);
-  const int failedOnGPU = e != cudaSuccess && e != cudaErrorNotReady;
-  std::printf("[rank %d] disagreeing registration: %s after %.1f s (%s)\n", g_rank,
-              e == cudaErrorNotReady ? "still running" : e == cudaSuccess ? "completed" : "failed on the GPU",
-              MPI_Wtime() - start, cudaGetErrorName(e));
+  mscclppResult_t asyncErr = mscclppSuccess;
+  char reason[256] = "";
+  MSCCLPP(mscclppCollCommGetAsyncError(c->coll, &asyncErr, reason, sizeof reason));
+  const int reported = e == cudaSuccess && asyncErr != mscclppSuccess;
+  std::printf("[rank %d] disagreeing registration: %s after %.1f s (%s); communicator: %s (%s)\n", g_rank,
+              e == cudaErrorNotReady ? "still running" : e == cudaSuccess ? "kernel ended" : "failed on the GPU",
+              MPI_Wtime() - start, cudaGetErrorName(e), mscclppGetErrorString(asyncErr), reason);
   std::fflush(stdout);
   int all = 0;
-  MPI_Allreduce(&failedOnGPU, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&reported, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (g_rank == 0) {
     std::printf("%s disagreeing registration: %s\n", all ? "ok  " : "FAIL",
-                all ? "every rank's call failed on the GPU" : "a call hung or completed");
+                all ? "every rank's kernel gave up and its communicator reports it" : "a call hung, completed or broke its context");
     std::printf("collectives: %d passed, %d failed\n", all ? 1 : 0, all ? 0 : 1);
   }
   MPI_Finalize();
