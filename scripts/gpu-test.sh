@@ -192,6 +192,21 @@ if wanted "soak"; then
 	fi
 fi
 
+# 4d. compute-sanitizer (the host's CUDA toolkit): memcheck and racecheck on the channels' device
+# test, memcheck on Send/Recv; a reported error fails the check (--error-exitcode).
+sanitizer=/usr/local/cuda/bin/compute-sanitizer
+if wanted "sanitizer" && [ -x "$sanitizer" ]; then
+	for prog in channels_device p2p; do
+		src=tests/gpu/$prog/main.cu
+		build_cuda "$src" "$bin/$prog" >/dev/null || { result "build $prog" 1; continue; }
+		tools="memcheck"
+		[ "$prog" = channels_device ] && tools="memcheck racecheck"
+		for tool in $tools; do
+			run "sanitizer $tool: $prog" 300 $mpirun -np "$np" "$sanitizer" --tool "$tool" --error-exitcode 9 "$bin/$prog"
+		done
+	done
+fi
+
 # 5. The Go API's example (built by `make gpu-bundle`).
 if [ -x "$build/bin/example-collectives" ]; then
 	run "Go example: collectives" 120 $mpirun -np "$np" "$build/bin/example-collectives"
