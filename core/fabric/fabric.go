@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -126,6 +127,10 @@ type Peer uint64
 const (
 	valueSlots   = 1024
 	valueContext = 1 << 63
+	// recvContext|slot and sendContext|slot are the contexts of a message buffer's receive and
+	// send (message.go).
+	recvContext = 1 << 62
+	sendContext = 1 << 61
 )
 
 // Endpoint is one RDM endpoint with its completion queue and address vector. Its methods are
@@ -145,6 +150,9 @@ type Endpoint struct {
 	valueBase unsafe.Pointer
 	valueBusy [valueSlots]bool // slot read by a write that has not completed
 	valueNext uint64           // the slot WriteValue tries next
+
+	msgs    *messages  // set by EnableMessages
+	deliver sync.Mutex // held while messages are handed to the handler, so that they go in order
 }
 
 // resolve returns the available provider that name means: name itself, or else the first layered
@@ -370,67 +378,60 @@ func (e *Endpoint) post(peer Peer, src *Region, srcOff uint64, dst Remote, dstOf
 
 // postWith posts one write whose completion carries ctx. e.mu is held.
 func (e *Endpoint) postWith(peer Peer, src *Region, srcOff uint64, dst Remote, dstOff, n, ctx uint64) error {
-	if e.c == nil {
-		return ErrClosed
-	}
-	if e.failure != nil {
-		return e.failure
-	}
 	raddr := dstOff
 	if e.virtAddr {
 		raddr = dst.Addr + dstOff
 	}
-	var deadline time.Time // set at the first refusal
-	for {
-		r := C.mscclpp_fab_write(e.c, C.uint64_t(src.Addr+srcOff), C.size_t(n), src.mr, C.uint64_t(peer),
+	if err := e.retry("fi_write", fmt.Sprintf("a write of %d bytes to peer %d", n, peer), func() C.ssize_t {
+		return C.mscclpp_fab_write(e.c, C.uint64_t(src.Addr+srcOff), C.size_t(n), src.mr, C.uint64_t(peer),
 			C.uint64_t(raddr), C.uint64_t(dst.Key), C.uint64_t(ctx))
-		if r == 0 {
-			e.posted++
-			return nil
-		}
-		if r != -C.ssize_t(C.FI_EAGAIN) {
-			return fabricError("fi_write", C.int(r))
-		}
-		if err := e.poll(); err != nil {
-			return err
-		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(config.NetTimeout.Get())
-		} else if time.Now().After(deadline) {
-			return fmt.Errorf("%v: a write of %d bytes to peer %d was not taken within %v (MSCCLPP_NET_TIMEOUT; does the peer still progress?): %w",
-				e, n, peer, config.NetTimeout.Get(), ErrTimedOut)
-		}
+	}); err != nil {
+		return err
 	}
+	e.posted++
+	return nil
 }
 
 // Progress reads the completions there are and lets the provider move data, incoming writes
 // included (providers with manual progress move them only then).
 func (e *Endpoint) Progress() error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.c == nil {
+		e.mu.Unlock()
 		return ErrClosed
 	}
-	return e.poll()
+	err := e.poll()
+	e.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return e.deliverMessages()
 }
 
-// poll reads completions. e.mu is held.
+// poll reads completions: of writes and sends (counted, their source slots freed) and of
+// messages received (queued for deliverMessages). e.mu is held.
 func (e *Endpoint) poll() error {
-	var ctxs [64]C.uint64_t
+	var ctxs, lens [64]C.uint64_t
 	var msg [256]C.char
 	for {
-		n := C.mscclpp_fab_poll(e.c, &ctxs[0], C.size_t(len(ctxs)), &msg[0], C.size_t(len(msg)))
+		n := C.mscclpp_fab_poll(e.c, &ctxs[0], &lens[0], C.size_t(len(ctxs)), &msg[0], C.size_t(len(msg)))
 		if n < 0 {
 			if e.failure == nil {
 				e.failure = fmt.Errorf("%v: a write failed: %s: %w", e, C.GoString(&msg[0]), fabricError("fi_cq_read", C.int(n)))
 			}
 			return e.failure
 		}
-		e.completed += uint64(n)
-		for _, ctx := range ctxs[:n] {
-			if ctx&valueContext != 0 {
+		for i, ctx := range ctxs[:n] {
+			switch {
+			case ctx&recvContext != 0:
+				e.msgs.received(uint64(ctx)&^recvContext, uint64(lens[i]))
+				continue // a receive is no write of ours
+			case ctx&sendContext != 0:
+				e.msgs.sendBusy[uint64(ctx)&^sendContext] = false
+			case ctx&valueContext != 0:
 				e.valueBusy[uint64(ctx)&^valueContext] = false
 			}
+			e.completed++
 		}
 		if n < C.ssize_t(len(ctxs)) {
 			return nil
@@ -467,6 +468,10 @@ func (e *Endpoint) Flush(ctx context.Context) error {
 		err := e.poll()
 		done := e.completed >= target
 		e.mu.Unlock()
+		if err == nil {
+			// A peer's message may wait for a receive buffer that only delivery frees.
+			err = e.deliverMessages()
+		}
 		if err != nil || done {
 			return err
 		}
@@ -487,10 +492,17 @@ func (e *Endpoint) Close() error {
 		return ErrClosed
 	}
 	err := e.values.Deregister()
+	var msgErr error
+	if e.msgs != nil {
+		msgErr = e.msgs.release()
+	}
 	C.mscclpp_fab_close(e.c)
 	C.free(e.valueBase)
+	if e.msgs != nil {
+		e.msgs.free()
+	}
 	e.c, e.valueBase = nil, nil
-	return err
+	return errors.Join(err, msgErr)
 }
 
 // Has reports whether the provider name (or a layered provider over it) is available.

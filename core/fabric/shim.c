@@ -160,7 +160,7 @@ int mscclpp_fab_open(const char *prov, const char *domain, struct mscclpp_fab_ep
 	*where = "fi_domain";
 	if ((r = fi_domain(e->fabric, e->info, &e->domain, NULL)) != 0)
 		goto fail;
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_NONE};
 	*where = "fi_cq_open";
 	if ((r = fi_cq_open(e->domain, &cq_attr, &e->cq, NULL)) != 0)
 		goto fail;
@@ -255,9 +255,25 @@ ssize_t mscclpp_fab_write(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, s
 	return fi_write(e->ep, (const void *)(uintptr_t)addr, len, mr ? mr->desc : NULL, (fi_addr_t)peer, raddr, key, (void *)(uintptr_t)ctx);
 }
 
-ssize_t mscclpp_fab_poll(struct mscclpp_fab_ep *e, uint64_t *ctxs, size_t max, char *err, size_t err_len)
+ssize_t mscclpp_fab_send(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, struct mscclpp_fab_mr *mr,
+			 uint64_t peer, uint64_t ctx)
 {
-	struct fi_cq_entry entries[64];
+	return fi_send(e->ep, (const void *)(uintptr_t)addr, len, mr ? mr->desc : NULL, (fi_addr_t)peer, (void *)(uintptr_t)ctx);
+}
+
+ssize_t mscclpp_fab_recv(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, struct mscclpp_fab_mr *mr, uint64_t ctx)
+{
+	return fi_recv(e->ep, (void *)(uintptr_t)addr, len, mr ? mr->desc : NULL, FI_ADDR_UNSPEC, (void *)(uintptr_t)ctx);
+}
+
+int mscclpp_fab_msg_ordered(struct mscclpp_fab_ep *e)
+{
+	return (e->info->tx_attr->msg_order & FI_ORDER_SAS) != 0 && (e->info->rx_attr->msg_order & FI_ORDER_SAS) != 0;
+}
+
+ssize_t mscclpp_fab_poll(struct mscclpp_fab_ep *e, uint64_t *ctxs, uint64_t *lens, size_t max, char *err, size_t err_len)
+{
+	struct fi_cq_msg_entry entries[64];
 	if (max > 64)
 		max = 64;
 	ssize_t n = fi_cq_read(e->cq, entries, max);
@@ -275,8 +291,10 @@ ssize_t mscclpp_fab_poll(struct mscclpp_fab_ep *e, uint64_t *ctxs, size_t max, c
 	}
 	if (n < 0)
 		return n;
-	for (ssize_t i = 0; i < n; i++)
+	for (ssize_t i = 0; i < n; i++) {
 		ctxs[i] = (uint64_t)(uintptr_t)entries[i].op_context;
+		lens[i] = (entries[i].flags & FI_RECV) ? entries[i].len : 0;
+	}
 	return n;
 }
 

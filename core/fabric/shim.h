@@ -72,10 +72,28 @@ ssize_t mscclpp_fab_write(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, s
 			  uint64_t peer, uint64_t raddr, uint64_t key, uint64_t ctx);
 
 /*
- * mscclpp_fab_poll reads up to max completions, storing their contexts in ctxs; it returns how
- * many, 0 when there are none, or a negative error, whose text it copies into err.
+ * mscclpp_fab_send posts a message of len bytes from addr (inside mr) to peer, with context ctx
+ * in its completion. Returns 0, -FI_EAGAIN (progress, then retry) or an error.
  */
-ssize_t mscclpp_fab_poll(struct mscclpp_fab_ep *e, uint64_t *ctxs, size_t max, char *err, size_t err_len);
+ssize_t mscclpp_fab_send(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, struct mscclpp_fab_mr *mr,
+			 uint64_t peer, uint64_t ctx);
+
+/*
+ * mscclpp_fab_recv posts a buffer of len bytes at addr (inside mr) for the next message from any
+ * peer, with context ctx in the completion that says a message arrived in it. Returns 0,
+ * -FI_EAGAIN or an error.
+ */
+ssize_t mscclpp_fab_recv(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, struct mscclpp_fab_mr *mr, uint64_t ctx);
+
+/* mscclpp_fab_msg_ordered reports whether messages to one peer arrive in the order they were sent. */
+int mscclpp_fab_msg_ordered(struct mscclpp_fab_ep *e);
+
+/*
+ * mscclpp_fab_poll reads up to max completions, storing their contexts in ctxs and their lengths
+ * (the bytes of a message received; 0 for the others) in lens; it returns how many, 0 when there
+ * are none, or a negative error, whose text it copies into err.
+ */
+ssize_t mscclpp_fab_poll(struct mscclpp_fab_ep *e, uint64_t *ctxs, uint64_t *lens, size_t max, char *err, size_t err_len);
 
 /* mscclpp_fab_close closes the endpoint and everything it hangs on. */
 void mscclpp_fab_close(struct mscclpp_fab_ep *e);

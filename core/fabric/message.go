@@ -1,0 +1,270 @@
+package fabric
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/config"
+)
+
+// Messages are the endpoint's second way to move bytes, beside RMA writes: a message carries its
+// bytes into a receive buffer of the peer, whose handler (MessageConfig.Handle) then acts on
+// them, for transfers the peer must take part in (into memory the NIC cannot reach, such as GPU
+// memory staged through host buffers). Messages from one endpoint to one peer are handled in the
+// order they were sent; the endpoint must say that its provider keeps that order
+// (MessagesOrdered).
+
+// MessageConfig sizes an endpoint's message buffers and names what handles the messages that
+// arrive.
+type MessageConfig struct {
+	SlotBytes    uint64 // the largest message
+	RecvSlots    int    // receive buffers posted at once
+	SendSlots    int    // messages in flight at once from this endpoint
+	Handle       func(msg []byte) error
+	HandlerLabel string // names the handler in errors
+}
+
+// Receive buffers are matched with messages in the order they were posted, but a provider may
+// complete them out of that order (rxm completes a large message, which it fetches with a
+// rendezvous, after a small one sent later): messages are delivered in posting order, the
+// oldest posted buffer first, once it has arrived.
+
+// messages is an endpoint's message buffers: C memory registered with the endpoint, RecvSlots
+// receive buffers and SendSlots send buffers of SlotBytes each.
+type messages struct {
+	cfg       MessageConfig
+	recvBase  unsafe.Pointer
+	sendBase  unsafe.Pointer
+	recv      *Region
+	send      *Region
+	posted    []uint64 // receive slots in the order they were posted, the oldest first (e.mu)
+	arrived   []int64  // per receive slot: the bytes received, or -1 while it waits (e.mu)
+	sendBusy  []bool   // send slot whose message has not completed (e.mu)
+	sendNext  uint64   // the send slot tried next (e.mu)
+	delivered uint64   // messages handed to the handler (e.deliver)
+}
+
+// EnableMessages allocates and registers the endpoint's message buffers, posts the receive
+// buffers, and from then on hands every message that arrives to cfg.Handle, in the order sent,
+// from Progress and Flush (never from two goroutines at once). It may be called once.
+func (e *Endpoint) EnableMessages(cfg MessageConfig) error {
+	switch {
+	case cfg.SlotBytes == 0 || cfg.RecvSlots <= 0 || cfg.SendSlots <= 0 || cfg.Handle == nil:
+		return fmt.Errorf("enable messages: %d-byte slots, %d receive and %d send slots, handler set %v: %w",
+			cfg.SlotBytes, cfg.RecvSlots, cfg.SendSlots, cfg.Handle != nil, errs.ErrInvalidArgument)
+	case cfg.SlotBytes > e.maxMsg:
+		return fmt.Errorf("enable messages: %d-byte slots, but %v carries at most %d bytes a message: %w",
+			cfg.SlotBytes, e, e.maxMsg, errs.ErrInvalidArgument)
+	case !e.MessagesOrdered():
+		return fmt.Errorf("enable messages: %v does not keep messages to a peer in order: %w", e, ErrUnavailable)
+	}
+	m := &messages{cfg: cfg, sendBusy: make([]bool, cfg.SendSlots), arrived: make([]int64, cfg.RecvSlots)}
+	m.recvBase = C.calloc(C.size_t(cfg.RecvSlots), C.size_t(cfg.SlotBytes))
+	m.sendBase = C.calloc(C.size_t(cfg.SendSlots), C.size_t(cfg.SlotBytes))
+	if m.recvBase == nil || m.sendBase == nil {
+		m.free()
+		return fmt.Errorf("enable messages: allocate %d x %d bytes: %w", cfg.RecvSlots+cfg.SendSlots, cfg.SlotBytes, ErrFabric)
+	}
+	var err error
+	if m.recv, err = e.Register(uint64(uintptr(m.recvBase)), uint64(cfg.RecvSlots)*cfg.SlotBytes); err != nil {
+		m.free()
+		return fmt.Errorf("enable messages: %w", err)
+	}
+	if m.send, err = e.Register(uint64(uintptr(m.sendBase)), uint64(cfg.SendSlots)*cfg.SlotBytes); err != nil {
+		err = errors.Join(err, m.recv.Deregister())
+		m.free()
+		return fmt.Errorf("enable messages: %w", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.c == nil:
+		err = ErrClosed
+	case e.msgs != nil:
+		err = fmt.Errorf("enable messages on %v: enabled already: %w", e, errs.ErrInvalidUsage)
+	}
+	if err != nil {
+		err = errors.Join(err, m.release())
+		m.free()
+		return err
+	}
+	e.msgs = m
+	for slot := range uint64(cfg.RecvSlots) {
+		if err := e.postRecv(slot); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MessagesOrdered reports whether the provider hands messages from one endpoint to one peer over
+// in the order they were sent, which messages need.
+func (e *Endpoint) MessagesOrdered() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.c != nil && C.mscclpp_fab_msg_ordered(e.c) != 0
+}
+
+// release deregisters the message buffers.
+func (m *messages) release() error {
+	var errList []error
+	for _, r := range []*Region{m.recv, m.send} {
+		if r != nil {
+			errList = append(errList, r.Deregister())
+		}
+	}
+	return errors.Join(errList...)
+}
+
+// free frees the message buffers' memory (after release, or once the endpoint is closed).
+func (m *messages) free() {
+	C.free(m.recvBase)
+	C.free(m.sendBase)
+	m.recvBase, m.sendBase = nil, nil
+}
+
+// postRecv posts receive slot `slot`. e.mu is held.
+func (e *Endpoint) postRecv(slot uint64) error {
+	m := e.msgs
+	addr := m.recv.Addr + slot*m.cfg.SlotBytes
+	if err := e.retry("fi_recv", "a receive buffer", func() C.ssize_t {
+		return C.mscclpp_fab_recv(e.c, C.uint64_t(addr), C.size_t(m.cfg.SlotBytes), m.recv.mr, C.uint64_t(recvContext|slot))
+	}); err != nil {
+		return err
+	}
+	m.arrived[slot] = -1
+	m.posted = append(m.posted, slot)
+	return nil
+}
+
+// received records that a message of n bytes arrived in receive slot `slot`. e.mu is held.
+func (m *messages) received(slot, n uint64) { m.arrived[slot] = int64(n) }
+
+// next removes and returns the oldest posted receive slot if its message has arrived. e.mu is
+// held.
+func (m *messages) next() (slot, n uint64, ok bool) {
+	if len(m.posted) == 0 || m.arrived[m.posted[0]] < 0 {
+		return 0, 0, false
+	}
+	slot = m.posted[0]
+	m.posted = m.posted[1:]
+	return slot, uint64(m.arrived[slot]), true
+}
+
+// retry calls post, the libfabric call op posting what, until the provider takes it,
+// progressing in between, for at most MSCCLPP_NET_TIMEOUT. e.mu is held.
+func (e *Endpoint) retry(op, what string, post func() C.ssize_t) error {
+	var deadline time.Time // set at the first refusal
+	for {
+		if e.c == nil {
+			return ErrClosed
+		}
+		if e.failure != nil {
+			return e.failure
+		}
+		r := post()
+		if r == 0 {
+			return nil
+		}
+		if r != -C.ssize_t(C.FI_EAGAIN) {
+			return fabricError(op, C.int(r))
+		}
+		if err := e.poll(); err != nil {
+			return err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(config.NetTimeout.Get())
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("%v: %s was not taken within %v (MSCCLPP_NET_TIMEOUT; does the peer still progress?): %w",
+				e, what, config.NetTimeout.Get(), ErrTimedOut)
+		}
+	}
+}
+
+// Send sends a message to peer: fill writes it into buf, a send buffer of SlotBytes bytes (C
+// memory: a copy engine may write it), and returns its length. Send returns once the message is
+// posted; Flush waits for it. It waits for a free send buffer for at most MSCCLPP_NET_TIMEOUT.
+func (e *Endpoint) Send(peer Peer, fill func(buf []byte) (int, error)) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := e.msgs
+	if m == nil {
+		return fmt.Errorf("send on %v: messages are not enabled: %w", e, errs.ErrInvalidUsage)
+	}
+	slot := m.sendNext % uint64(len(m.sendBusy))
+	var deadline time.Time
+	for m.sendBusy[slot] {
+		if e.c == nil {
+			return ErrClosed
+		}
+		if err := e.poll(); err != nil {
+			return err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(config.NetTimeout.Get())
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("%v: no send buffer came free within %v (MSCCLPP_NET_TIMEOUT; does the peer still progress?): %w",
+				e, config.NetTimeout.Get(), ErrTimedOut)
+		}
+	}
+	buf := unsafe.Slice((*byte)(unsafe.Add(m.sendBase, slot*m.cfg.SlotBytes)), m.cfg.SlotBytes)
+	n, err := fill(buf)
+	if err != nil {
+		return err
+	}
+	if n <= 0 || uint64(n) > m.cfg.SlotBytes {
+		return fmt.Errorf("send on %v: a message of %d bytes (1 to %d): %w", e, n, m.cfg.SlotBytes, errs.ErrInvalidArgument)
+	}
+	m.sendNext++
+	addr := m.send.Addr + slot*m.cfg.SlotBytes
+	if err := e.retry("fi_send", fmt.Sprintf("a message of %d bytes to peer %d", n, peer), func() C.ssize_t {
+		return C.mscclpp_fab_send(e.c, C.uint64_t(addr), C.size_t(n), m.send.mr, C.uint64_t(peer), C.uint64_t(sendContext|slot))
+	}); err != nil {
+		return err
+	}
+	m.sendBusy[slot] = true
+	e.posted++
+	return nil
+}
+
+// deliverMessages hands the messages received so far to the handler, in the order they were
+// sent, and posts their buffers again. Only one goroutine delivers at a time; the handler runs without
+// e.mu, so it may send.
+func (e *Endpoint) deliverMessages() error {
+	e.deliver.Lock()
+	defer e.deliver.Unlock()
+	for {
+		e.mu.Lock()
+		m := e.msgs
+		var slot, n uint64
+		ok := m != nil && e.c != nil
+		if ok {
+			slot, n, ok = m.next()
+		}
+		e.mu.Unlock()
+		if !ok {
+			return nil
+		}
+		msg := unsafe.Slice((*byte)(unsafe.Add(m.recvBase, slot*m.cfg.SlotBytes)), n)
+		handleErr := m.cfg.Handle(msg)
+		m.delivered++
+		e.mu.Lock()
+		postErr := e.postRecv(slot)
+		e.mu.Unlock()
+		if handleErr != nil {
+			return fmt.Errorf("%v: %s: message %d: %w", e, m.cfg.HandlerLabel, m.delivered, handleErr)
+		}
+		if postErr != nil {
+			return postErr
+		}
+	}
+}

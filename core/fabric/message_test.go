@@ -1,0 +1,139 @@
+package fabric
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mscclpp-go/mscclpp/core/errs"
+)
+
+// inbox collects the messages an endpoint's handler is given, checking that each is the one
+// expected next: message i is i (8 bytes, little-endian) followed by len-8 bytes of i's pattern.
+type inbox struct {
+	mu   sync.Mutex
+	next uint64
+	bad  []string
+}
+
+func (in *inbox) handle(msg []byte) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(msg) < 8 {
+		in.bad = append(in.bad, fmt.Sprintf("message of %d bytes", len(msg)))
+		return nil
+	}
+	i := binary.LittleEndian.Uint64(msg)
+	if i != in.next {
+		in.bad = append(in.bad, fmt.Sprintf("message %d came when %d was due", i, in.next))
+	}
+	for k, c := range msg[8:] {
+		if c != pattern(i, k) {
+			in.bad = append(in.bad, fmt.Sprintf("message %d: byte %d is %d, want %d", i, k, c, pattern(i, k)))
+			break
+		}
+	}
+	in.next = i + 1
+	return nil
+}
+
+func (in *inbox) count() uint64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.next
+}
+
+func pattern(i uint64, k int) byte { return byte(i*31 + uint64(k)*7) }
+
+// message fills buf with message i of n bytes.
+func message(i uint64, n int) func(buf []byte) (int, error) {
+	return func(buf []byte) (int, error) {
+		if n > len(buf) {
+			return n, nil // too long: Send must refuse it
+		}
+		binary.LittleEndian.PutUint64(buf, i)
+		for k := range n - 8 {
+			buf[8+k] = pattern(i, k)
+		}
+		return n, nil
+	}
+}
+
+// TestMessagesInOrder: more messages than receive and send buffers, of every size from 8 bytes
+// to a whole slot, arrive whole and in order on tcp and shm, while the receiver progresses in the
+// background as a rank's progress goroutine does.
+func TestMessagesInOrder(t *testing.T) {
+	for _, provider := range []string{"tcp", "shm"} {
+		t.Run(provider, func(t *testing.T) {
+			a, b, ab, _ := pair(t, provider, "")
+			const slot = 64 << 10
+			var got inbox
+			require.NoError(t, a.EnableMessages(MessageConfig{SlotBytes: slot, RecvSlots: 4, SendSlots: 3, Handle: func([]byte) error { return nil }}))
+			require.NoError(t, b.EnableMessages(MessageConfig{SlotBytes: slot, RecvSlots: 4, SendSlots: 3, Handle: got.handle, HandlerLabel: "test inbox"}))
+			progressInBackground(t, b)
+			sizes := []int{8, 9, 100, 4096, 16 << 10, slot - 1, slot}
+			const total = 200
+			for i := range uint64(total) {
+				require.NoError(t, a.Send(ab, message(i, sizes[i%uint64(len(sizes))])))
+			}
+			require.NoError(t, a.Flush(t.Context()))
+			deadline := time.Now().Add(30 * time.Second)
+			for got.count() < total && time.Now().Before(deadline) {
+				require.NoError(t, a.Progress())
+				time.Sleep(10 * time.Microsecond)
+			}
+			got.mu.Lock()
+			defer got.mu.Unlock()
+			assert.Empty(t, got.bad)
+			assert.Equal(t, uint64(total), got.next, "messages delivered")
+		})
+	}
+}
+
+// TestMessagesRefused: bad configurations and messages are refused with errors that say why,
+// and a handler's error comes back from Progress naming the handler.
+func TestMessagesRefused(t *testing.T) {
+	a, b, ab, _ := pair(t, "tcp", "")
+	err := a.Send(ab, message(0, 8))
+	require.ErrorIs(t, err, errs.ErrInvalidUsage)
+	assert.Contains(t, err.Error(), "not enabled")
+
+	for _, cfg := range []MessageConfig{
+		{SlotBytes: 0, RecvSlots: 1, SendSlots: 1, Handle: func([]byte) error { return nil }},
+		{SlotBytes: 64, RecvSlots: 0, SendSlots: 1, Handle: func([]byte) error { return nil }},
+		{SlotBytes: 64, RecvSlots: 1, SendSlots: 0, Handle: func([]byte) error { return nil }},
+		{SlotBytes: 64, RecvSlots: 1, SendSlots: 1},
+	} {
+		assert.ErrorIs(t, a.EnableMessages(cfg), errs.ErrInvalidArgument, "%+v", cfg)
+	}
+	require.NoError(t, a.EnableMessages(MessageConfig{SlotBytes: 64, RecvSlots: 2, SendSlots: 2, Handle: func([]byte) error { return nil }}))
+	assert.ErrorIs(t, a.EnableMessages(MessageConfig{SlotBytes: 64, RecvSlots: 2, SendSlots: 2, Handle: func([]byte) error { return nil }}), errs.ErrInvalidUsage)
+
+	err = a.Send(ab, message(0, 65))
+	require.ErrorIs(t, err, errs.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "1 to 64")
+	fillErr := errors.New("the copy into the send buffer failed")
+	require.ErrorIs(t, a.Send(ab, func([]byte) (int, error) { return 0, fillErr }), fillErr)
+
+	bad := errors.New("not a message this side understands")
+	require.NoError(t, b.EnableMessages(MessageConfig{SlotBytes: 64, RecvSlots: 2, SendSlots: 2,
+		Handle: func([]byte) error { return bad }, HandlerLabel: "strict handler"}))
+	sent := make(chan error, 1)
+	go func() { sent <- a.Send(ab, message(0, 8)) }() // on tcp the connection forms only while b progresses
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err = b.Progress()
+		if err != nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	require.NoError(t, <-sent)
+	require.ErrorIs(t, err, bad)
+	assert.Contains(t, err.Error(), "strict handler")
+}
