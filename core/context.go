@@ -134,7 +134,7 @@ func (c *Context) fabric(t Transport) (*fabricNet, error) {
 	if n, ok := c.fabrics[t]; ok {
 		return n, nil
 	}
-	n, err := openFabric(t)
+	n, err := openFabric(t, gpuCopier{c})
 	if err != nil {
 		return nil, err
 	}

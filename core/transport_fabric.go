@@ -29,14 +29,23 @@ type fabricNet struct {
 	log       *slog.Logger
 
 	mu      sync.Mutex
-	regions map[uint64]*fabric.Region // by key
+	regions map[uint64]*fabric.Region // host memory registered with the provider, by key
+
+	// GPU memory, staged through host buffers (transport_staged.go).
+	copier     stagingCopier
+	stagedOnce sync.Once
+	stagedErr  error                   // why staged messages could not be enabled
+	staged     map[uint64]stagedRegion // by key (mu)
+	nextStaged uint64                  // the next key (mu)
+	rejected   error                   // the first staged message refused (mu)
 
 	stop chan struct{}
 	done chan struct{}
 }
 
-// openFabric opens the libfabric endpoint of transport t and starts its progress goroutine.
-func openFabric(t Transport) (*fabricNet, error) {
+// openFabric opens the libfabric endpoint of transport t and starts its progress goroutine;
+// copier moves staged GPU memory.
+func openFabric(t Transport, copier stagingCopier) (*fabricNet, error) {
 	provider, domain := "shm", ""
 	if t == TransportIB {
 		var err error
@@ -50,13 +59,13 @@ func openFabric(t Transport) (*fabricNet, error) {
 		return nil, err
 	}
 	n := &fabricNet{
-		transport: t, ep: ep, log: logging.Logger(),
+		transport: t, ep: ep, log: logging.Logger(), copier: copier,
 		regions: map[uint64]*fabric.Region{},
 		stop:    make(chan struct{}), done: make(chan struct{}),
 	}
 	major, minor, _ := fabric.Version()
 	n.log.Info("libfabric transport", "transport", t, "provider", ep.Provider(), "domain", ep.Domain(),
-		"libfabric", fmt.Sprintf("%d.%d", major, minor), "memory", "host (GPU memory over the network is not implemented yet)")
+		"libfabric", fmt.Sprintf("%d.%d", major, minor), "memory", "host memory registered with the provider; GPU memory staged through host buffers")
 	go n.progress()
 	return n, nil
 }
@@ -85,7 +94,7 @@ func (n *fabricNet) progress() {
 			return
 		case <-timer.C:
 		}
-		if err := n.ep.Progress(); err != nil {
+		if err := n.ep.Progress(); err != nil && !errors.Is(err, errs.ErrRemote) { // a refused message is logged where refused
 			n.log.Warn("libfabric progress stopped", "transport", n.transport, "err", err)
 			return
 		}

@@ -1,0 +1,191 @@
+package core
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/core/fabric"
+	"github.com/mscclpp-go/mscclpp/internal/config"
+	"github.com/mscclpp-go/mscclpp/internal/testutil"
+)
+
+// hostStaging stands in host memory for GPU memory in the staged path's copies, on a machine
+// without a GPU: "device" addresses are those of the slices it was given, and a copy is a copy.
+type hostStaging struct{ mem [][]byte }
+
+// at returns the n bytes at p, which must lie in one of the slices.
+func (h *hostStaging) at(p cuda.DevicePtr, n int) []byte {
+	for _, b := range h.mem {
+		if base := ptrOf(b); p >= base && uint64(p-base)+uint64(n) <= uint64(len(b)) {
+			return b[p-base : int(p-base)+n]
+		}
+	}
+	panic(fmt.Sprintf("hostStaging: %d bytes at %#x are in no slice", n, uint64(p)))
+}
+
+func (h *hostStaging) toHost(dst []byte, src cuda.DevicePtr, _ int) error {
+	copy(dst, h.at(src, len(dst)))
+	return nil
+}
+
+func (h *hostStaging) fromHost(dst cuda.DevicePtr, src []byte, _ int) error {
+	if len(src) == 8 { // a signal: one store, as the GPU's copy of a word is
+		atomic.StoreUint64((*uint64)(unsafe.Pointer(&h.at(dst, 8)[0])), binary.LittleEndian.Uint64(src))
+		return nil
+	}
+	copy(h.at(dst, len(src)), src)
+	return nil
+}
+
+// stagedPair opens two libfabric endpoints of transport t whose staged copies go through host
+// memory, as two ranks' contexts would, and a staged link from the first to the second.
+func stagedPair(t *testing.T, tr Transport, provider string, staging *hostStaging) (sender, receiver *fabricNet, l link) {
+	t.Helper()
+	if !fabric.Has(provider) {
+		t.Skipf("libfabric offers no %s provider here", provider)
+	}
+	if tr == TransportIB {
+		config.NetProvider.Set(provider)
+		t.Cleanup(config.NetProvider.Reset)
+	}
+	var err error
+	sender, err = openFabric(tr, staging)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, sender.close()) })
+	receiver, err = openFabric(tr, staging)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, receiver.close()) })
+	addr, err := receiver.ep.Address()
+	require.NoError(t, err)
+	l, err = sender.connectStaged(Endpoint{address: string(addr)})
+	require.NoError(t, err)
+	return sender, receiver, l
+}
+
+// stagedMemory registers b with n as staged GPU memory and returns it as the owner and, in wire
+// form and back, as a peer sees it.
+func stagedMemory(t *testing.T, n *fabricNet, b []byte) (mine, theirs RegisteredMemory) {
+	t.Helper()
+	h, err := n.registerStaged(ptrOf(b), uint64(len(b)), 0)
+	require.NoError(t, err)
+	mine = RegisteredMemory{data: ptrOf(b), size: uint64(len(b)), transport: n.transport, origin: thisProcess(),
+		addr: ptrOf(b), handle: h, mappedOn: notMapped}
+	wire, err := mine.MarshalBinary()
+	require.NoError(t, err)
+	theirs, err = decodeRegisteredMemory(wire)
+	require.NoError(t, err)
+	return mine, theirs
+}
+
+// TestStagedWrites: GPU memory over libfabric, staged through host buffers (host memory stands
+// in for the GPU's here), over the real tcp and shm providers: writes of 1 B to 9 MiB (several
+// chunks) at an offset, each followed by a signal, arrive whole and before their signal, and the
+// link is flushed after each.
+func TestStagedWrites(t *testing.T) {
+	const maxBytes = 9<<20 + 3
+	for _, tc := range []struct {
+		name      string
+		transport Transport
+		provider  string
+	}{
+		{"network over tcp", TransportIB, "tcp"},
+		{"shared memory", TransportSHM, "shm"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := testutil.HostMemory(t, maxBytes)
+			dst := testutil.HostMemory(t, maxBytes+64)
+			staging := &hostStaging{mem: [][]byte{src, dst}}
+			sender, receiver, l := stagedPair(t, tc.transport, tc.provider, staging)
+			srcMem, _ := stagedMemory(t, sender, src)
+			_, dstThere := stagedMemory(t, receiver, dst)
+			signal := (*uint64)(unsafe.Pointer(&dst[maxBytes+56]))
+
+			round := uint64(0)
+			for _, n := range []int{1, 7, 4096, stagedChunkBytes - 1, stagedChunkBytes, stagedChunkBytes + 1, 3 << 20, maxBytes - 8} {
+				round++
+				for i := range n {
+					src[i] = byte(i*13 + int(round))
+				}
+				require.NoError(t, l.write(dstThere, 8, srcMem, 0, uint64(n)))
+				require.NoError(t, l.writeValue(dstThere, maxBytes+56, round))
+				deadline := time.Now().Add(30 * time.Second)
+				for atomic.LoadUint64(signal) != round { // the receiver progresses on its own
+					require.False(t, time.Now().After(deadline), "signal %d never came", round)
+					time.Sleep(10 * time.Microsecond)
+				}
+				wrong := 0
+				for i := range n {
+					if dst[8+i] != byte(i*13+int(round)) {
+						wrong++
+					}
+				}
+				assert.Zero(t, wrong, "%d B: %d bytes wrong", n, wrong)
+				for {
+					done, err := l.flushed()
+					require.NoError(t, err)
+					if done {
+						break
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestStagedRefusals: a staged message that names memory the receiver never registered, or a
+// range past it, is refused by the receiver with an error naming what was wrong, before any
+// byte is copied; a write whose destination is not staged memory is refused by the sender.
+func TestStagedRefusals(t *testing.T) {
+	mem := testutil.HostMemory(t, 4096)
+	staging := &hostStaging{mem: [][]byte{mem}}
+	sender, receiver, l := stagedPair(t, TransportSHM, "shm", staging)
+	srcMem, _ := stagedMemory(t, sender, mem[:1024])
+	_, dstThere := stagedMemory(t, receiver, mem[2048:3072])
+
+	forged := dstThere
+	binary.LittleEndian.PutUint64(forged.handle[:], binary.LittleEndian.Uint64(dstThere.handle[:])+1000)
+	hostMem := dstThere
+	hostMem.handle[16] = 0
+	assert.ErrorIs(t, l.write(hostMem, 0, srcMem, 0, 8), errs.ErrInvalidArgument, "host memory is no staged destination")
+
+	for _, tc := range []struct {
+		name string
+		send func() error
+		want string
+	}{
+		{"unknown key", func() error { return l.writeValue(forged, 0, 1) }, "names no GPU memory registered here"},
+		{"past the end", func() error {
+			big := dstThere
+			big.size = 4096 // the sender believes a larger size than the owner registered
+			return l.write(big, 1020, srcMem, 0, 8)
+		}, "writes 8 bytes at offset 1020 of 1024 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := append([]byte(nil), mem...)
+			receiver.mu.Lock()
+			receiver.rejected = nil
+			receiver.mu.Unlock()
+			require.NoError(t, tc.send())
+			require.NoError(t, sender.ep.Flush(context.Background()))
+			var err error
+			deadline := time.Now().Add(30 * time.Second)
+			for err == nil && time.Now().Before(deadline) { // the receiver progresses on its own
+				time.Sleep(10 * time.Microsecond)
+				err = receiver.rejection()
+			}
+			require.ErrorIs(t, err, errs.ErrRemote)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Equal(t, before, mem, "no byte may change")
+		})
+	}
+}
