@@ -92,7 +92,11 @@ func mscclppBaseMemoryChannelGetDeviceHandle(sema C.mscclppSemaphore_t,
 		if handle == nil {
 			return invalidArg("handle is NULL")
 		}
-		*(*channels.BaseMemoryChannelDeviceHandle)(unsafe.Pointer(handle)) = channels.NewBaseMemoryChannel(s).DeviceHandle()
+		ch, err := channels.NewBaseMemoryChannel(s)
+		if err != nil {
+			return err
+		}
+		*(*channels.BaseMemoryChannelDeviceHandle)(unsafe.Pointer(handle)) = ch.DeviceHandle()
 		return nil
 	})
 }
@@ -116,7 +120,10 @@ func mscclppMemoryChannelGetDeviceHandle(sema C.mscclppSemaphore_t, dst, src C.m
 		if handle == nil {
 			return invalidArg("handle is NULL")
 		}
-		ch := channels.NewMemoryChannel(s, d, sr, cuda.DevicePtr(uintptr(packetBuffer)))
+		ch, err := channels.NewMemoryChannel(s, d, sr, cuda.DevicePtr(uintptr(packetBuffer)))
+		if err != nil {
+			return err
+		}
 		*(*channels.MemoryChannelDeviceHandle)(unsafe.Pointer(handle)) = ch.DeviceHandle()
 		return nil
 	})

@@ -1,6 +1,8 @@
 package channels
 
 import (
+	"fmt"
+
 	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 )
@@ -11,9 +13,25 @@ type BaseMemoryChannel struct {
 	sema *core.Semaphore
 }
 
-// NewBaseMemoryChannel wraps sema.
-func NewBaseMemoryChannel(sema *core.Semaphore) BaseMemoryChannel {
-	return BaseMemoryChannel{sema: sema}
+// NewBaseMemoryChannel wraps sema, a semaphore of a CUDA IPC connection (checkMapped).
+func NewBaseMemoryChannel(sema *core.Semaphore) (BaseMemoryChannel, error) {
+	if err := checkMapped(sema); err != nil {
+		return BaseMemoryChannel{}, err
+	}
+	return BaseMemoryChannel{sema: sema}, nil
+}
+
+// checkMapped refuses a semaphore whose connection is not CUDA IPC: memory channels reach the
+// peer's memory with GPU loads and stores, so they work inside one host only.
+func checkMapped(sema *core.Semaphore) error {
+	if sema == nil {
+		return fmt.Errorf("memory channel: nil semaphore: %w", core.ErrTransportUnavailable)
+	}
+	if t := sema.Connection().Local().Transport(); t != core.TransportP2P {
+		return fmt.Errorf("memory channel over %v: memory channels reach the peer's GPU memory with loads and stores, inside one host (CUDA IPC, P2P); over %v use a port channel: %w",
+			t, t, core.ErrTransportUnavailable)
+	}
+	return nil
 }
 
 // DeviceHandle is what kernels receive (mscclppBaseMemoryChannelDeviceHandle).
@@ -30,9 +48,13 @@ type MemoryChannel struct {
 	packetBuffer cuda.DevicePtr
 }
 
-// NewMemoryChannel builds a memory channel over sema.
-func NewMemoryChannel(sema *core.Semaphore, dst, src core.RegisteredMemory, packetBuffer cuda.DevicePtr) MemoryChannel {
-	return MemoryChannel{sema: sema, dst: dst, src: src, packetBuffer: packetBuffer}
+// NewMemoryChannel builds a memory channel over sema, a semaphore of a CUDA IPC connection
+// (across hosts, memory channels are refused: use a port channel).
+func NewMemoryChannel(sema *core.Semaphore, dst, src core.RegisteredMemory, packetBuffer cuda.DevicePtr) (MemoryChannel, error) {
+	if err := checkMapped(sema); err != nil {
+		return MemoryChannel{}, err
+	}
+	return MemoryChannel{sema: sema, dst: dst, src: src, packetBuffer: packetBuffer}, nil
 }
 
 // DeviceHandle is what kernels receive (mscclppMemoryChannelDeviceHandle).

@@ -95,8 +95,11 @@ func TestPingPongGPU(t *testing.T) {
 	require.NoError(t, err)
 	sema1, err := core.NewSemaphore(stub1, stub0)
 	require.NoError(t, err)
-	channel0 := NewBaseMemoryChannel(sema0).DeviceHandle()
-	channel1 := NewBaseMemoryChannel(sema1).DeviceHandle()
+	base0, err := NewBaseMemoryChannel(sema0)
+	require.NoError(t, err)
+	base1, err := NewBaseMemoryChannel(sema1)
+	require.NoError(t, err)
+	channel0, channel1 := base0.DeviceHandle(), base1.DeviceHandle()
 
 	waiter := newGPURunner(t, 0, "pingPongWaiter")
 	signaller := newGPURunner(t, 1, "pingPongSignaller")

@@ -354,7 +354,11 @@ func (c *Comm) connect(ctx context.Context, lay layout) error {
 			return fmt.Errorf("semaphore of block %d with rank %d: %w", k/len(peers), peers[k%len(peers)], err)
 		}
 		c.sems = append(c.sems, sem)
-		handles[k] = channels.NewMemoryChannel(sem, theirs[k%len(peers)], mine, c.scratch).DeviceHandle()
+		ch, err := channels.NewMemoryChannel(sem, theirs[k%len(peers)], mine, c.scratch)
+		if err != nil {
+			return fmt.Errorf("channel of block %d with rank %d: %w", k/len(peers), peers[k%len(peers)], err)
+		}
+		handles[k] = ch.DeviceHandle()
 	}
 	if c.channels, err = uploadNew(c, handles); err != nil {
 		return fmt.Errorf("channel handles: %w", err)

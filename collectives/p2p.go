@@ -332,7 +332,11 @@ func (c *Comm) connectP2P(ctx context.Context, peers []int, conns []*core.Connec
 			return fmt.Errorf("p2p semaphore of lane %d with rank %d: %w", k%p2pLanes, peers[p], err)
 		}
 		c.sems = append(c.sems, sem)
-		handles[k] = channels.NewMemoryChannel(sem, theirs[peers[p]], mine, scratch).DeviceHandle()
+		ch, err := channels.NewMemoryChannel(sem, theirs[peers[p]], mine, scratch)
+		if err != nil {
+			return fmt.Errorf("p2p channel of lane %d with rank %d: %w", k%p2pLanes, peers[p], err)
+		}
+		handles[k] = ch.DeviceHandle()
 	}
 	ch, err := uploadNew(c, handles)
 	if err != nil {

@@ -97,12 +97,13 @@ func (c *Context) CreateEndpoint(cfg EndpointConfig) (Endpoint, error) {
 	}
 	ep := Endpoint{config: cfg, origin: thisProcess(), id: rand.Uint64()}
 	if isFabric(cfg.Transport) {
-		if cfg.Device.Type == DeviceGPU {
-			_, err := transportFor(cfg.Transport, "create endpoint for "+cfg.Device.String())
-			return Endpoint{}, err
-		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		if cfg.Device.Type == DeviceGPU { // its memory goes staged through host buffers (transport_staged.go)
+			if _, err := c.gpu(cfg.Device.ID); err != nil {
+				return Endpoint{}, fmt.Errorf("create endpoint for %v: %w", cfg.Device, err)
+			}
+		}
 		n, err := c.fabric(cfg.Transport)
 		if err != nil {
 			return Endpoint{}, fmt.Errorf("create endpoint for %v over %v: %w", cfg.Device, cfg.Transport, err)
@@ -164,11 +165,18 @@ func (c *Context) Connect(local, remote Endpoint) (*Connection, error) {
 		if err != nil {
 			return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
 		}
-		l, err := n.connect(remote)
+		conn := &Connection{ctx: c, local: local, remote: remote}
+		if local.config.Device.Type == DeviceGPU {
+			if conn.gpu, err = c.gpu(local.config.Device.ID); err != nil {
+				return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
+			}
+			conn.link, err = n.connectStaged(remote)
+		} else {
+			conn.link, err = n.connect(remote)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
 		}
-		conn := &Connection{ctx: c, local: local, remote: remote, link: l}
 		c.conns = append(c.conns, conn)
 		return conn, nil
 	}
@@ -212,8 +220,9 @@ func checkConnect(local, remote Endpoint, here origin) error {
 	}
 	if t := local.config.Transport; isFabric(t) {
 		switch {
-		case local.config.Device.Type != DeviceCPU || remote.config.Device.Type != DeviceCPU:
-			return fmt.Errorf("%s: %v connects host memory (CPU endpoints) only; GPU memory over libfabric is not implemented yet: %w", what, t, ErrTransportUnavailable)
+		case local.config.Device.Type != remote.config.Device.Type:
+			return fmt.Errorf("%s: %v connects two CPU endpoints (host memory) or two GPU endpoints (GPU memory, staged through host buffers), not %v to %v: %w",
+				what, t, local.config.Device.Type, remote.config.Device.Type, errs.ErrInvalidArgument)
 		case remote.address == "":
 			return fmt.Errorf("%s: the remote endpoint has no address: %w", what, errs.ErrInvalidArgument)
 		case t == TransportSHM && !remote.origin.sameHost(here):
@@ -230,9 +239,10 @@ func checkConnect(local, remote Endpoint, here origin) error {
 	return nil
 }
 
-// RegisterMemory registers size bytes of device memory at ptr for the given transport (only
-// TransportP2P, CUDA IPC), so that its MarshalBinary can be sent to peers. The memory stays the
-// caller's and must outlive every peer's use of it; host memory is refused.
+// RegisterMemory registers size bytes at ptr for the given transport, so that its MarshalBinary
+// can be sent to peers: device memory for TransportP2P (CUDA IPC); host memory (registered with
+// the provider) or device memory (staged through host buffers) for TransportIB and TransportSHM.
+// The memory stays the caller's and must outlive every peer's use of it.
 func (c *Context) RegisterMemory(ptr cuda.DevicePtr, size uint64, transports Transport) (RegisteredMemory, error) {
 	c.life.RLock()
 	defer c.life.RUnlock()
@@ -246,10 +256,10 @@ func (c *Context) RegisterMemory(ptr cuda.DevicePtr, size uint64, transports Tra
 	if err := CheckTransport(transports, what); err != nil {
 		return RegisteredMemory{}, err
 	}
-	if isFabric(transports) {
+	typ, err := cuda.PointerMemoryType(ptr)
+	if isFabric(transports) && (err != nil || typ != cuda.MemoryTypeDevice) {
 		return c.registerHost(ptr, size, transports)
 	}
-	typ, err := cuda.PointerMemoryType(ptr)
 	if errors.Is(err, cuda.ErrNoDevice) || errors.Is(err, cuda.ErrDriverNotFound) {
 		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
 	}
@@ -263,7 +273,45 @@ func (c *Context) RegisterMemory(ptr cuda.DevicePtr, size uint64, transports Tra
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if isFabric(transports) {
+		return c.registerStaged(ptr, size, ordinal, transports)
+	}
 	return c.register(ptr, size, ordinal, transports)
+}
+
+// registerStaged registers size bytes of device memory at ptr on GPU ordinal for transport t,
+// a libfabric one: peers write into it through staged messages (transport_staged.go). c.mu is
+// held.
+func (c *Context) registerStaged(ptr cuda.DevicePtr, size uint64, ordinal int, t Transport) (RegisteredMemory, error) {
+	what := fmt.Sprintf("register %d bytes at %#x on GPU %d for %v", size, uint64(ptr), ordinal, t)
+	g, err := c.gpu(ordinal)
+	if err != nil {
+		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
+	}
+	var base cuda.DevicePtr
+	err = g.do(func() error {
+		var allocSize int
+		var err error
+		if base, allocSize, err = cuda.MemGetAddressRange(ptr); err != nil {
+			return err
+		}
+		return checkWithin(ptr, size, base, uint64(allocSize))
+	})
+	if err != nil {
+		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
+	}
+	n, err := c.fabric(t)
+	if err != nil {
+		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
+	}
+	h, err := n.registerStaged(ptr, size, ordinal)
+	if err != nil {
+		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return RegisteredMemory{
+		data: ptr, size: size, transport: t, origin: thisProcess(), device: ordinal,
+		addr: ptr, handle: h, offset: uint64(ptr - base), mappedOn: notMapped,
+	}, nil
 }
 
 // register exports the allocation holding [ptr, ptr+size) on GPU ordinal through transport t. The
@@ -326,10 +374,6 @@ func (c *Context) register(ptr cuda.DevicePtr, size uint64, ordinal int, t Trans
 // for transport t. c.life is read-held.
 func (c *Context) registerHost(ptr cuda.DevicePtr, size uint64, t Transport) (RegisteredMemory, error) {
 	what := fmt.Sprintf("register %d bytes at %#x for %v", size, uint64(ptr), t)
-	if typ, err := cuda.PointerMemoryType(ptr); err == nil && typ == cuda.MemoryTypeDevice {
-		_, err := transportFor(t, what)
-		return RegisteredMemory{}, err
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n, err := c.fabric(t)

@@ -44,6 +44,9 @@ func (m RegisteredMemory) Size() uint64 { return m.size }
 func (m RegisteredMemory) Transports() Transport { return m.transport }
 
 func (m RegisteredMemory) String() string {
+	if isStaged(m) {
+		return fmt.Sprintf("%d bytes at %#x on GPU %d of pid %d (staged over %v)", m.size, uint64(m.addr), m.device, m.origin.pid, m.transport)
+	}
 	if isFabric(m.transport) {
 		return fmt.Sprintf("%d bytes at %#x in host memory of pid %d (%v)", m.size, uint64(m.addr), m.origin.pid, m.transport)
 	}

@@ -31,8 +31,9 @@ func NewSemaphoreStub(conn *Connection) (SemaphoreStub, error) {
 	}
 	c := conn.ctx
 	what := fmt.Sprintf("new semaphore stub on %v", conn)
-	if t := conn.local.config.Transport; isFabric(t) {
-		return SemaphoreStub{}, fmt.Errorf("%s: semaphores over %v are not implemented yet (Write, UpdateAndSync and Flush are): %w", what, t, ErrTransportUnavailable)
+	t := conn.local.config.Transport
+	if isFabric(t) && conn.local.config.Device.Type != DeviceGPU {
+		return SemaphoreStub{}, fmt.Errorf("%s: semaphores over %v need GPU endpoints (host memory connections signal with UpdateAndSync): %w", what, t, errs.ErrInvalidArgument)
 	}
 	c.life.RLock()
 	defer c.life.RUnlock()
@@ -46,7 +47,12 @@ func NewSemaphoreStub(conn *Connection) (SemaphoreStub, error) {
 	if err != nil {
 		return SemaphoreStub{}, fmt.Errorf("%s: %w", what, err)
 	}
-	m, err := c.register(p, tokenBytes, dev, conn.local.config.Transport)
+	var m RegisteredMemory
+	if isFabric(t) { // the peer's proxy signals it with staged messages
+		m, err = c.registerStaged(p, tokenBytes, dev, t)
+	} else {
+		m, err = c.register(p, tokenBytes, dev, t)
+	}
 	if err != nil {
 		return SemaphoreStub{}, fmt.Errorf("%s: %w", what, err)
 	}
@@ -115,7 +121,7 @@ func UnmarshalSemaphoreStub(ctx *Context, b []byte) (SemaphoreStub, error) {
 	if err := CheckTransport(s.token.transport, "unmarshal semaphore stub"); err != nil {
 		return SemaphoreStub{}, err
 	}
-	if here := thisProcess(); !s.token.origin.sameHost(here) {
+	if here := thisProcess(); !isFabric(s.token.transport) && !s.token.origin.sameHost(here) {
 		return SemaphoreStub{}, fmt.Errorf("unmarshal semaphore stub of %v: it is on host %016x, this is host %016x: %w",
 			s.endpoint, s.token.origin.host, here.host, ErrDifferentHost)
 	}
@@ -166,9 +172,12 @@ func NewSemaphore(local, remote SemaphoreStub) (*Semaphore, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	dev := conn.local.config.Device.ID
-	remoteInbound, err := c.usableOn(remote.token, dev)
-	if err != nil {
-		return nil, fmt.Errorf("%s: map the peer's inbound token: %w", what, err)
+	var remoteInbound cuda.DevicePtr // over libfabric the peer's token is signalled through the connection, not mapped
+	if !isFabric(conn.local.config.Transport) {
+		var err error
+		if remoteInbound, err = c.usableOn(remote.token, dev); err != nil {
+			return nil, fmt.Errorf("%s: map the peer's inbound token: %w", what, err)
+		}
 	}
 	outbound, err := c.token(dev)
 	if err != nil {

@@ -82,7 +82,7 @@ func transportFor(t Transport, what string) (transport, error) {
 	case TransportP2P:
 		return cudaIPC{}, nil
 	case TransportIB, TransportSHM:
-		return nil, fmt.Errorf("%s over %v: GPU memory over libfabric is not implemented yet (host memory is): %w", what, t, ErrTransportUnavailable)
+		return nil, fmt.Errorf("%s over %v: memory of a libfabric transport is reached through its endpoint (registered or staged), never exported or mapped: %w", what, t, ErrTransportUnavailable)
 	default:
 		return nil, fmt.Errorf("%s: unknown transport %d: %w", what, int(t), errs.ErrInvalidArgument)
 	}

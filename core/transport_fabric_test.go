@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/errs"
 	"github.com/mscclpp-go/mscclpp/core/fabric"
 	"github.com/mscclpp-go/mscclpp/internal/config"
 	"github.com/mscclpp-go/mscclpp/internal/testutil"
@@ -106,7 +107,7 @@ func TestFabricHostMemory(t *testing.T) {
 			assert.Error(t, conn.Write(dstThere, maxBytes, srcMem, 0, 16))
 			assert.Error(t, conn.UpdateAndSync(dstThere, 4, 1), "unaligned signal")
 			_, err = NewSemaphoreStub(conn)
-			assert.ErrorIs(t, err, ErrTransportUnavailable)
+			assert.ErrorIs(t, err, errs.ErrInvalidArgument, "host memory connections signal with UpdateAndSync")
 		})
 	}
 }
