@@ -104,13 +104,18 @@ func (s *ProxyService) PortChannel(sema SemaphoreID, dst, src MemoryID) (PortCha
 	}
 	dstMem, srcMem := s.memories[dst], s.memories[src]
 	id := s.fifo.Conns()
-	err := s.fifo.AddConns(proxy.Conn{
-		LocalBuf: uint64(srcMem.Data()), LocalSize: srcMem.Size(),
-		RemoteBuf: uint64(dstMem.Data()), RemoteSize: dstMem.Size(),
-		RemoteSignal: uint64(semaphore.RemoteInboundToken()),
-		SignalID:     int(sema),
-		Peer:         -1, Tag: id,
-	})
+	pc := proxy.Conn{LocalSize: srcMem.Size(), RemoteSize: dstMem.Size(), SignalID: int(sema), Peer: -1, Tag: id}
+	if semaphore.Connection().Local().Transport() == core.TransportP2P {
+		pc.LocalBuf, pc.RemoteBuf = uint64(srcMem.Data()), uint64(dstMem.Data())
+		pc.RemoteSignal = uint64(semaphore.RemoteInboundToken())
+	} else { // across hosts: the peer's memory is not mapped; the connection carries the channel
+		route, err := core.NewProxyRoute(semaphore, dstMem, srcMem)
+		if err != nil {
+			return PortChannel{}, fmt.Errorf("port channel: %w", err)
+		}
+		pc.Route = route
+	}
+	err := s.fifo.AddConns(pc)
 	if err != nil {
 		return PortChannel{}, fmt.Errorf("port channel: %w", err)
 	}

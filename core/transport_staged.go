@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
 	"github.com/mscclpp-go/mscclpp/core/fabric"
+	"github.com/mscclpp-go/mscclpp/core/proxy"
+	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
 // GPU memory over libfabric, staged through host buffers. The providers this library meets
@@ -265,3 +268,42 @@ func (k gpuCopier) fromHost(dst cuda.DevicePtr, src []byte, device int) error {
 
 // hostPtr is the address of b's first byte (host memory that does not move: C allocations).
 func hostPtr(b []byte) cuda.DevicePtr { return cuda.DevicePtr(uintptr(unsafe.Pointer(&b[0]))) }
+
+// proxyRoute carries a port channel's puts and signals over a libfabric connection of GPU
+// endpoints, for the proxy (proxy.Route): puts from src into dst, signals into the peer's
+// inbound token of the channel's semaphore, all through the connection's staged link.
+type proxyRoute struct {
+	conn             *Connection
+	dst, src, signal RegisteredMemory
+}
+
+// NewProxyRoute returns the proxy route of a port channel on sema, whose connection is a
+// libfabric one of GPU endpoints, from src (this side's memory) to dst (the peer's).
+func NewProxyRoute(sema *Semaphore, dst, src RegisteredMemory) (proxy.Route, error) {
+	if sema == nil {
+		return nil, fmt.Errorf("proxy route: nil semaphore: %w", errs.ErrInvalidArgument)
+	}
+	conn := sema.conn
+	if _, ok := conn.link.(*stagedLink); !ok {
+		return nil, fmt.Errorf("proxy route on %v: only libfabric connections of GPU endpoints take one (CUDA IPC maps the peer's memory): %w",
+			conn, errs.ErrInvalidArgument)
+	}
+	for _, m := range []RegisteredMemory{dst, src} {
+		if _, err := stagedKey(m); err != nil {
+			return nil, fmt.Errorf("proxy route on %v: %w", conn, err)
+		}
+	}
+	return &proxyRoute{conn: conn, dst: dst, src: src, signal: sema.remote.token}, nil
+}
+
+func (r *proxyRoute) Put(dstOffset, srcOffset, n uint64) error {
+	return r.conn.Write(r.dst, dstOffset, r.src, srcOffset, n)
+}
+
+func (r *proxyRoute) Signal(value uint64) error { return r.conn.UpdateAndSync(r.signal, 0, value) }
+
+func (r *proxyRoute) Drain() error {
+	ctx, cancel := context.WithTimeout(context.Background(), config.NetTimeout.Get())
+	defer cancel()
+	return r.conn.Flush(ctx)
+}

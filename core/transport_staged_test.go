@@ -189,3 +189,63 @@ func TestStagedRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestStagedBothWays: two endpoints write 16 MiB into each other at once, over and over, so that
+// each side's sends wait for the other's receive buffers while its own are filling: neither may
+// wait for the other with its endpoint locked (which would stop it from taking the peer's
+// messages), so both finish, every byte right.
+func TestStagedBothWays(t *testing.T) {
+	const size = 16 << 20
+	for _, provider := range []string{"tcp", "shm"} {
+		t.Run(provider, func(t *testing.T) {
+			tr := TransportIB
+			if provider == "shm" {
+				tr = TransportSHM
+			}
+			bufs := make([][]byte, 4) // a's source, a's destination, b's source, b's destination
+			for i := range bufs {
+				bufs[i] = testutil.HostMemory(t, size+8)
+			}
+			staging := &hostStaging{mem: bufs}
+			a, b, ab := stagedPair(t, tr, provider, staging)
+			addr, err := a.ep.Address()
+			require.NoError(t, err)
+			ba, err := b.connectStaged(Endpoint{address: string(addr)})
+			require.NoError(t, err)
+			aSrc, _ := stagedMemory(t, a, bufs[0])
+			_, aDst := stagedMemory(t, a, bufs[1])
+			bSrc, _ := stagedMemory(t, b, bufs[2])
+			_, bDst := stagedMemory(t, b, bufs[3])
+			for round := uint64(1); round <= 3; round++ {
+				for i := range size {
+					bufs[0][i], bufs[2][i] = byte(i*7+int(round)), byte(i*11+int(round))
+				}
+				errc := make(chan error, 2)
+				send := func(l link, dst, src RegisteredMemory) {
+					err := l.write(dst, 0, src, 0, size)
+					if err == nil {
+						err = l.writeValue(dst, size, round)
+					}
+					errc <- err
+				}
+				go send(ab, bDst, aSrc)
+				go send(ba, aDst, bSrc)
+				require.NoError(t, <-errc)
+				require.NoError(t, <-errc)
+				deadline := time.Now().Add(60 * time.Second)
+				for atomic.LoadUint64((*uint64)(unsafe.Pointer(&bufs[1][size]))) != round ||
+					atomic.LoadUint64((*uint64)(unsafe.Pointer(&bufs[3][size]))) != round {
+					require.False(t, time.Now().After(deadline), "round %d's signals never came", round)
+					time.Sleep(20 * time.Microsecond)
+				}
+				wrong := 0
+				for i := range size {
+					if bufs[3][i] != byte(i*7+int(round)) || bufs[1][i] != byte(i*11+int(round)) {
+						wrong++
+					}
+				}
+				assert.Zero(t, wrong, "round %d", round)
+			}
+		})
+	}
+}

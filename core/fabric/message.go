@@ -192,48 +192,73 @@ func (e *Endpoint) retry(op, what string, post func() C.ssize_t) error {
 
 // Send sends a message to peer: fill writes it into buf, a send buffer of SlotBytes bytes (C
 // memory: a copy engine may write it), and returns its length. Send returns once the message is
-// posted; Flush waits for it. It waits for a free send buffer for at most MSCCLPP_NET_TIMEOUT.
+// posted; Flush waits for it. It waits for a free send buffer for at most MSCCLPP_NET_TIMEOUT,
+// delivering the messages that arrive meanwhile (the peer's sends may wait for this side's
+// receive buffers as this one waits for the peer's), and holds the endpoint's lock only to take
+// a buffer and to post: fill and the waits run without it.
 func (e *Endpoint) Send(peer Peer, fill func(buf []byte) (int, error)) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	m := e.msgs
-	if m == nil {
-		return fmt.Errorf("send on %v: messages are not enabled: %w", e, errs.ErrInvalidUsage)
-	}
-	slot := m.sendNext % uint64(len(m.sendBusy))
-	var deadline time.Time
-	for m.sendBusy[slot] {
-		if e.c == nil {
-			return ErrClosed
-		}
-		if err := e.poll(); err != nil {
-			return err
-		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(config.NetTimeout.Get())
-		} else if time.Now().After(deadline) {
-			return fmt.Errorf("%v: no send buffer came free within %v (MSCCLPP_NET_TIMEOUT; does the peer still progress?): %w",
-				e, config.NetTimeout.Get(), ErrTimedOut)
-		}
-	}
-	buf := unsafe.Slice((*byte)(unsafe.Add(m.sendBase, slot*m.cfg.SlotBytes)), m.cfg.SlotBytes)
-	n, err := fill(buf)
+	m, slot, err := e.takeSendSlot()
 	if err != nil {
 		return err
 	}
-	if n <= 0 || uint64(n) > m.cfg.SlotBytes {
-		return fmt.Errorf("send on %v: a message of %d bytes (1 to %d): %w", e, n, m.cfg.SlotBytes, errs.ErrInvalidArgument)
+	buf := unsafe.Slice((*byte)(unsafe.Add(m.sendBase, slot*m.cfg.SlotBytes)), m.cfg.SlotBytes)
+	n, err := fill(buf)
+	if err == nil && (n <= 0 || uint64(n) > m.cfg.SlotBytes) {
+		err = fmt.Errorf("send on %v: a message of %d bytes (1 to %d): %w", e, n, m.cfg.SlotBytes, errs.ErrInvalidArgument)
 	}
-	m.sendNext++
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err != nil {
+		m.sendBusy[slot] = false
+		return err
+	}
 	addr := m.send.Addr + slot*m.cfg.SlotBytes
 	if err := e.retry("fi_send", fmt.Sprintf("a message of %d bytes to peer %d", n, peer), func() C.ssize_t {
 		return C.mscclpp_fab_send(e.c, C.uint64_t(addr), C.size_t(n), m.send.mr, C.uint64_t(peer), C.uint64_t(sendContext|slot))
 	}); err != nil {
+		m.sendBusy[slot] = false
 		return err
 	}
-	m.sendBusy[slot] = true
 	e.posted++
 	return nil
+}
+
+// takeSendSlot waits for the next send buffer to be free and takes it.
+func (e *Endpoint) takeSendSlot() (*messages, uint64, error) {
+	var deadline time.Time
+	for {
+		e.mu.Lock()
+		m := e.msgs
+		switch {
+		case e.c == nil:
+			e.mu.Unlock()
+			return nil, 0, ErrClosed
+		case m == nil:
+			e.mu.Unlock()
+			return nil, 0, fmt.Errorf("send on %v: messages are not enabled: %w", e, errs.ErrInvalidUsage)
+		}
+		slot := m.sendNext % uint64(len(m.sendBusy))
+		if !m.sendBusy[slot] {
+			m.sendBusy[slot] = true
+			m.sendNext++
+			e.mu.Unlock()
+			return m, slot, nil
+		}
+		err := e.poll()
+		e.mu.Unlock()
+		if err == nil {
+			err = e.deliverMessages()
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(config.NetTimeout.Get())
+		} else if time.Now().After(deadline) {
+			return nil, 0, fmt.Errorf("%v: no send buffer came free within %v (MSCCLPP_NET_TIMEOUT; does the peer still progress?): %w",
+				e, config.NetTimeout.Get(), ErrTimedOut)
+		}
+	}
 }
 
 // deliverMessages hands the messages received so far to the handler, in the order they were

@@ -28,6 +28,11 @@ type Conn struct {
 
 	Peer int // remote rank, for logs and errors
 	Tag  int // the connection's tag, for logs and errors
+
+	// Route, when set, carries the connection's puts and signals in place of the Engine: the
+	// peer's memory is not mapped here, so LocalBuf, RemoteBuf and RemoteSignal are unused and may
+	// be 0 (LocalSize and RemoteSize still bound the puts). A pointer: flushes drain each route once.
+	Route Route
 }
 
 // String names the connection in logs and errors.
@@ -35,6 +40,12 @@ func (c *Conn) String() string { return fmt.Sprintf("peer %d tag %d", c.Peer, c.
 
 // check validates one table entry, at index id.
 func (c *Conn) check(id int) error {
+	if c.Route != nil {
+		if c.SignalID < 0 || c.SignalID > MaxSignalID {
+			return fmt.Errorf("%w: connection %d (%s): signal id %d outside [0, %d]", ErrConfig, id, c, c.SignalID, MaxSignalID)
+		}
+		return nil // the route reaches both buffers; nothing here is an address
+	}
 	if err := checkRegion("local buffer", c.LocalBuf, c.LocalSize); err != nil {
 		return fmt.Errorf("%w: connection %d (%s): %w", ErrConfig, id, c, err)
 	}

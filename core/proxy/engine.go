@@ -31,3 +31,18 @@ type Engine interface {
 	// proxy has consumed. It may be asynchronous; the values the proxy publishes only grow.
 	PublishTail(tail uint64) error
 }
+
+// Route moves one connection's bytes in place of the Engine, for a peer whose memory is not
+// mapped here (a connection over the network: core's libfabric transports). Its calls come from
+// the proxy's goroutine in trigger order, and it keeps that order: a signal reaches the peer after
+// the puts before it. An error fails the proxy, as an Engine error does.
+type Route interface {
+	// Put queues a copy of n bytes (n > 0) from offset srcOffset of the connection's local buffer
+	// to offset dstOffset of the peer's buffer; the proxy has checked both ranges.
+	Put(dstOffset, srcOffset, n uint64) error
+	// Signal queues, after the puts before it, a store of value into the peer's signal word.
+	Signal(value uint64) error
+	// Drain returns once everything queued so far has left: the source bytes may be reused and
+	// the peer will see the data before the signals after it. It must return within a bounded time.
+	Drain() error
+}

@@ -65,7 +65,7 @@ func (p *Proxy) run(initErr chan<- error) {
 
 	p.finalDrainErr = nil
 	if !p.engineFailed {
-		if err := p.engine.Drain(); err != nil {
+		if err := p.drainAll(); err != nil {
 			p.finalDrainErr = p.failEngine("draining the copy queue at stop", -1, fifo.Trigger{}, err)
 		}
 	}
@@ -125,25 +125,55 @@ func (p *Proxy) handle(t fifo.Trigger) {
 		return
 	}
 	if f.Type&fifo.Data != 0 && f.Size != 0 {
-		if err := p.engine.Copy(c.RemoteBuf+f.DstOffset, c.LocalBuf+f.SrcOffset, f.Size); err != nil {
+		var err error
+		if c.Route != nil {
+			err = c.Route.Put(f.DstOffset, f.SrcOffset, f.Size)
+		} else {
+			err = p.engine.Copy(c.RemoteBuf+f.DstOffset, c.LocalBuf+f.SrcOffset, f.Size)
+		}
+		if err != nil {
 			p.failEngine("enqueueing the data copy", f.ConnID, t, err)
 			return
 		}
 	}
 	if f.Type&fifo.Flag != 0 {
 		p.signals[c.SignalID]++
-		if err := p.engine.WriteValue(c.RemoteSignal, p.signals[c.SignalID]); err != nil {
+		var err error
+		if c.Route != nil {
+			err = c.Route.Signal(p.signals[c.SignalID])
+		} else {
+			err = p.engine.WriteValue(c.RemoteSignal, p.signals[c.SignalID])
+		}
+		if err != nil {
 			p.failEngine("enqueueing the signal", f.ConnID, t, err)
 			return
 		}
 	}
 	if f.Type&fifo.Sync != 0 {
-		if err := p.engine.Drain(); err != nil {
+		if err := p.drainAll(); err != nil {
 			p.failEngine("draining the copy queue", f.ConnID, t, err)
 			return
 		}
 	}
 	p.stats.executed.Add(1)
+}
+
+// drainAll drains the engine and every connection's route: a flush covers every request of the
+// ring, whichever connection queued it.
+func (p *Proxy) drainAll() error {
+	if err := p.engine.Drain(); err != nil {
+		return err
+	}
+	drained := map[Route]bool{}
+	for i := range p.conns {
+		if r := p.conns[i].Route; r != nil && !drained[r] {
+			drained[r] = true
+			if err := r.Drain(); err != nil {
+				return fmt.Errorf("connection %d (%s): %w", i, &p.conns[i], err)
+			}
+		}
+	}
+	return nil
 }
 
 // publishTail hands the tail to the engine. After an engine failure it still tries, so GPU
