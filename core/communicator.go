@@ -8,6 +8,7 @@ import (
 
 	"github.com/mscclpp-go/mscclpp/core/bootstrap"
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/logging"
 )
 
 // ErrPeerFailed: the peer failed its side of a Communicator exchange and said why.
@@ -38,8 +39,9 @@ type Communicator struct {
 	b   *bootstrap.TCP
 	ctx *Context
 
-	mu    sync.Mutex
-	turns map[turnKey]chan struct{} // the latest call per key; closed when it is done exchanging
+	mu        sync.Mutex
+	turns     map[turnKey]chan struct{} // the latest call per key; closed when it is done exchanging
+	peerHosts map[int]uint64            // the host of each rank an endpoint came from (Connect)
 }
 
 // msgKind is what a Communicator message carries.
@@ -111,25 +113,75 @@ func (c *Communicator) Bootstrap() *bootstrap.TCP { return c.b }
 func (c *Communicator) Context() *Context { return c.ctx }
 
 // Connect creates an endpoint for cfg, exchanges it with remoteRank's (which may be this rank)
-// and connects the two. It pairs with remoteRank's Connect to this rank with the same tag.
+// and connects the two. It pairs with remoteRank's Connect to this rank with the same tag. When
+// both sides ask for CUDA IPC (TransportP2P) and are on different hosts (MSCCLPP_HOSTID), they
+// connect over the network (TransportIB) instead, so that a program written for one host runs
+// across hosts unchanged; later SendMemory calls to that rank then send CUDA IPC memory
+// registered again for the network.
 func (c *Communicator) Connect(cfg EndpointConfig, remoteRank, tag int) Future[*Connection] {
 	return start(c, turnKey{kind: kindEndpoint, peer: remoteRank, tag: tag}, func(x *exchange) (*Connection, error) {
-		local, err := c.ctx.CreateEndpoint(cfg)
-		var msg []byte
-		if err == nil {
-			msg, err = local.MarshalBinary()
-		}
-		theirs, err := x.swap(msg, err)
+		defer x.finish()
+		local, remote, err := c.swapEndpoints(x, cfg)
 		if err != nil {
 			return nil, err
 		}
-		remote, err := UnmarshalEndpoint(theirs)
-		if err != nil {
-			return nil, x.fail(err)
+		if acrossHosts(local, remote) {
+			// Both sides asked for CUDA IPC and see each other on another host: both take the
+			// network instead, with a second exchange of the same turn.
+			logging.Logger().Info("connect: the peer is on another host: CUDA IPC replaced by the network (IB)", "peer", x.key.peer,
+				"tag", x.key.tag, "device", cfg.Device.String())
+			cfg.Transport = TransportIB
+			if local, remote, err = c.swapEndpoints(x, cfg); err != nil {
+				return nil, err
+			}
 		}
+		c.mu.Lock()
+		if c.peerHosts == nil {
+			c.peerHosts = map[int]uint64{}
+		}
+		c.peerHosts[x.key.peer] = remote.origin.host
+		c.mu.Unlock()
 		conn, err := c.ctx.Connect(local, remote)
 		return conn, x.fail(err)
 	})
+}
+
+// forPeer returns mem as remoteRank can use it: memory of this process registered for CUDA IPC,
+// sent to a rank that Connect found on another host, is registered again for the network (its
+// GPU memory then goes staged through host buffers); anything else is mem itself.
+func (c *Communicator) forPeer(mem RegisteredMemory, remoteRank int) (RegisteredMemory, error) {
+	c.mu.Lock()
+	host, known := c.peerHosts[remoteRank]
+	c.mu.Unlock()
+	if !known || mem.transport != TransportP2P || host == mem.origin.host || !mem.origin.sameProcess(thisProcess()) {
+		return mem, nil
+	}
+	return c.ctx.RegisterMemory(mem.addr, mem.size, TransportIB)
+}
+
+// swapEndpoints creates this side's endpoint of cfg, sends it to the peer and returns it with
+// the peer's, keeping the exchange's turn (the caller finishes it).
+func (c *Communicator) swapEndpoints(x *exchange, cfg EndpointConfig) (local, remote Endpoint, err error) {
+	local, err = c.ctx.CreateEndpoint(cfg)
+	var msg []byte
+	if err == nil {
+		msg, err = local.MarshalBinary()
+	}
+	theirs, err := x.swapKeep(msg, err)
+	if err != nil {
+		return Endpoint{}, Endpoint{}, err
+	}
+	if remote, err = UnmarshalEndpoint(theirs); err != nil {
+		return Endpoint{}, Endpoint{}, x.fail(err)
+	}
+	return local, remote, nil
+}
+
+// acrossHosts reports whether local and remote both ask for CUDA IPC but are on different hosts,
+// which both sides of a connection decide alike.
+func acrossHosts(local, remote Endpoint) bool {
+	return local.config.Transport == TransportP2P && remote.config.Transport == TransportP2P &&
+		!remote.origin.sameHost(local.origin)
 }
 
 // BuildSemaphore makes a semaphore stub on conn, exchanges it with remoteRank's, and builds this
@@ -155,10 +207,16 @@ func (c *Communicator) BuildSemaphore(conn *Connection, remoteRank, tag int) Fut
 	})
 }
 
-// SendMemory sends mem to remoteRank, whose RecvMemory from this rank with the same tag gets it.
+// SendMemory sends mem to remoteRank, whose RecvMemory from this rank with the same tag gets it
+// (registered again for the network first when it is CUDA IPC memory and Connect found the rank
+// on another host).
 func (c *Communicator) SendMemory(mem RegisteredMemory, remoteRank, tag int) Future[struct{}] {
 	return start(c, turnKey{kind: kindMemory, peer: remoteRank, tag: tag}, func(x *exchange) (struct{}, error) {
-		msg, err := mem.MarshalBinary()
+		mem, err := c.forPeer(mem, remoteRank)
+		var msg []byte
+		if err == nil {
+			msg, err = mem.MarshalBinary()
+		}
 		return struct{}{}, x.send(msg, err)
 	})
 }
@@ -254,8 +312,13 @@ func (x *exchange) send(msg []byte, localErr error) error {
 
 // recv receives the peer's message; a failure the peer reported is an ErrPeerFailed error.
 func (x *exchange) recv() ([]byte, error) {
+	defer x.finish()
+	return x.recvKeep()
+}
+
+// recvKeep is recv without finishing the exchange's turn, for an exchange of more than one round.
+func (x *exchange) recvKeep() ([]byte, error) {
 	b, err := x.c.b.Recv(context.Background(), x.key.peer, x.tag)
-	x.finish()
 	if err != nil {
 		return nil, x.fail(err)
 	}
@@ -266,11 +329,16 @@ func (x *exchange) recv() ([]byte, error) {
 // swap sends msg (or localErr) and receives the peer's. It receives even when this side failed,
 // so that the next call with the same key pairs with the peer's next call.
 func (x *exchange) swap(msg []byte, localErr error) ([]byte, error) {
+	defer x.finish()
+	return x.swapKeep(msg, localErr)
+}
+
+// swapKeep is swap without finishing the exchange's turn, for an exchange of more than one round.
+func (x *exchange) swapKeep(msg []byte, localErr error) ([]byte, error) {
 	if err := x.c.b.Send(context.Background(), x.key.peer, x.tag, encodeEnvelope(msg, localErr)); err != nil {
-		x.finish()
 		return nil, x.fail(errors.Join(localErr, err))
 	}
-	theirs, err := x.recv()
+	theirs, err := x.recvKeep()
 	if localErr != nil {
 		return nil, x.fail(localErr)
 	}

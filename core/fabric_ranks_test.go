@@ -32,6 +32,8 @@ const (
 	// ranksVar sets how many ranks TestFabricRanksAsHosts starts (default 8; `make fabric-test`,
 	// part of `make test`, runs 32; the docs record a run of 64).
 	ranksVar = "MSCCLPP_TEST_FABRIC_RANKS"
+	// askVar, set to P2P, makes the ring's ranks ask for CUDA IPC connections.
+	askVar = "MSCCLPP_TEST_FABRIC_ASK"
 )
 
 // startRanks starts n processes of this test binary as ranks of one bootstrap, each its own host
@@ -98,11 +100,17 @@ func makeRing(t *testing.T, b *bootstrap.TCP, size int) *ringRank {
 	var err error
 	r := &ringRank{comm: NewCommunicator(b, NewContext()), size: size, rank: rank, n: n,
 		next: (rank + 1) % n, prev: (rank + n - 1) % n}
+	// The ranks are hosts of their own: asking for CUDA IPC (MSCCLPP_TEST_FABRIC_ASK=P2P) must
+	// give a network connection as asking for it does.
 	cfg := EndpointConfig{Transport: TransportIB, Device: Device{Type: DeviceCPU}}
+	if os.Getenv(askVar) == "P2P" {
+		cfg.Transport = TransportP2P
+	}
 	toNext := r.comm.Connect(cfg, r.next, 0)
 	fromPrev := r.comm.Connect(cfg, r.prev, 0)
 	r.conn, err = toNext.Get(context.Background())
 	require.NoError(t, err)
+	require.Equal(t, TransportIB, r.conn.Local().Transport(), "a connection across hosts takes the network")
 	_, err = fromPrev.Get(context.Background())
 	require.NoError(t, err)
 
@@ -197,6 +205,28 @@ func TestFabricRanksAsHosts(t *testing.T) {
 		assert.NoError(t, cmd.Wait(), "rank %d", r)
 	}
 	t.Logf("%d ranks as %d hosts over tcp: 10 rounds of 1 MiB each, %v", n, n, time.Since(start).Round(time.Millisecond))
+}
+
+// TestFabricRanksAskForCUDAIPC: 3 ranks, each its own host, ask the Communicator for CUDA IPC
+// connections (the transport a program written for one host asks for); both sides of each see
+// the other on another host and connect over the network instead, and the ring's rounds pass.
+func TestFabricRanksAskForCUDAIPC(t *testing.T) {
+	if rank, n, id, ok := rankEnv(t, "ring-p2p"); ok {
+		r := joinRing(t, rank, n, id, 64<<10)
+		defer r.close()
+		for k := uint64(1); k <= 3; k++ {
+			require.NoError(t, r.round(k))
+		}
+		require.NoError(t, r.comm.Bootstrap().Barrier(context.Background()))
+		return
+	}
+	if !fabric.Has("tcp") {
+		t.Skip("libfabric offers no tcp provider here")
+	}
+	cmds := startRanks(t, "TestFabricRanksAskForCUDAIPC", "ring-p2p", 3, askVar+"=P2P")
+	for r, cmd := range cmds {
+		assert.NoError(t, cmd.Wait(), "rank %d", r)
+	}
 }
 
 // TestFabricPeerKilled: of 3 ranks in a ring over the network, rank 1 is killed (SIGKILL) while

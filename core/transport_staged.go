@@ -288,6 +288,12 @@ func NewProxyRoute(sema *Semaphore, dst, src RegisteredMemory) (proxy.Route, err
 		return nil, fmt.Errorf("proxy route on %v: only libfabric connections of GPU endpoints take one (CUDA IPC maps the peer's memory): %w",
 			conn, errs.ErrInvalidArgument)
 	}
+	if !isStaged(src) && src.origin.sameProcess(thisProcess()) { // registered for CUDA IPC: stage it too
+		var err error
+		if src, err = conn.ctx.RegisterMemory(src.addr, src.size, conn.local.config.Transport); err != nil {
+			return nil, fmt.Errorf("proxy route on %v: source: %w", conn, err)
+		}
+	}
 	for _, m := range []RegisteredMemory{dst, src} {
 		if _, err := stagedKey(m); err != nil {
 			return nil, fmt.Errorf("proxy route on %v: %w", conn, err)
