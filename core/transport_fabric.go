@@ -85,7 +85,7 @@ const (
 // until close.
 func (n *fabricNet) progress() {
 	defer close(n.done)
-	lastPosted, lastBusy := n.ep.Posted(), time.Now()
+	lastPosted, lastDelivered, lastBusy := n.ep.Posted(), n.ep.Delivered(), time.Now()
 	timer := time.NewTimer(progressNap)
 	defer timer.Stop()
 	for {
@@ -98,8 +98,8 @@ func (n *fabricNet) progress() {
 			n.log.Warn("libfabric progress stopped", "transport", n.transport, "err", err)
 			return
 		}
-		if p := n.ep.Posted(); p != lastPosted || n.ep.Pending() > 0 {
-			lastPosted, lastBusy = p, time.Now()
+		if p, d := n.ep.Posted(), n.ep.Delivered(); p != lastPosted || d != lastDelivered || n.ep.Pending() > 0 {
+			lastPosted, lastDelivered, lastBusy = p, d, time.Now()
 		}
 		if time.Since(lastBusy) < progressWarm {
 			timer.Reset(progressNap)

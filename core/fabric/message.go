@@ -106,6 +106,20 @@ func (e *Endpoint) EnableMessages(cfg MessageConfig) error {
 	return nil
 }
 
+// Delivered is the number of messages handed to the handler so far; it changes whenever a
+// message arrives (a progress loop may use it to tell a busy endpoint from an idle one).
+func (e *Endpoint) Delivered() uint64 {
+	e.deliver.Lock() // before e.mu, as deliverMessages takes them
+	defer e.deliver.Unlock()
+	e.mu.Lock()
+	m := e.msgs
+	e.mu.Unlock()
+	if m == nil {
+		return 0
+	}
+	return m.delivered
+}
+
 // MessagesOrdered reports whether the provider hands messages from one endpoint to one peer over
 // in the order they were sent, which messages need.
 func (e *Endpoint) MessagesOrdered() bool {
