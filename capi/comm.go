@@ -173,8 +173,8 @@ func mscclppCommSize(comm C.mscclppComm_t, size *C.int) C.mscclppResult_t {
 //export mscclppSetBootstrapConnTimeout
 func mscclppSetBootstrapConnTimeout(timeout C.int) C.mscclppResult_t {
 	return call("mscclppSetBootstrapConnTimeout", func() error {
-		if timeout <= 0 {
-			return invalidArg("timeout is %d s, want a positive number of seconds", timeout)
+		if maxSeconds := int64(config.MaxTimeout / time.Second); timeout <= 0 || int64(timeout) > maxSeconds {
+			return invalidArg("timeout is %d s, want 1 to %d seconds", timeout, maxSeconds)
 		}
 		config.BootstrapTimeout.Set(time.Duration(timeout) * time.Second)
 		return nil
