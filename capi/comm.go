@@ -118,6 +118,9 @@ func mscclppBootstrapAllGather(comm C.mscclppComm_t, data unsafe.Pointer, size C
 		if size < 0 {
 			return invalidArg("size is %d, want >= 0", size)
 		}
+		if err := checkMessageSize(uint64(size)); err != nil {
+			return err
+		}
 		total := int(size) * c.Size()
 		if data == nil && total > 0 {
 			return invalidArg("data is NULL")

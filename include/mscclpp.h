@@ -197,7 +197,8 @@ mscclppResult_t mscclppCommInitRank(mscclppComm_t* comm, int nranks, const char*
 mscclppResult_t mscclppCommInitRankFromId(mscclppComm_t* comm, int nranks, mscclppUniqueId id, int rank);
 
 /* Gathers `size` bytes from every rank over the bootstrap network: rank r's input and output part is
- * data[r*size, (r+1)*size). Collective; blocks until done. size must match on all ranks. */
+ * data[r*size, (r+1)*size). Collective; blocks until done. size must match on all ranks and be at
+ * most 2^30 (1 GiB), else mscclppInvalidArgument. */
 mscclppResult_t mscclppBootstrapAllGather(mscclppComm_t comm, void* data, int size);
 
 /* Returns once every rank has reached it (an all-gather of nothing). Collective; blocks. */

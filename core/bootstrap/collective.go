@@ -9,15 +9,16 @@ import (
 
 // AllGather gathers bytesPerRank bytes from every rank: on entry buf[r*bytesPerRank:(r+1)*bytesPerRank]
 // holds this rank's data for r = Rank(), and on return that range holds rank r's data for every r.
-// len(buf) must be at least Size()*bytesPerRank. It runs a ring: Size()-1 steps in each of which
-// every rank sends one block to its successor and receives one from its predecessor.
+// len(buf) must be at least Size()*bytesPerRank, and bytesPerRank at most MaxMessageBytes. It
+// runs a ring: Size()-1 steps in each of which every rank sends one block to its successor and
+// receives one from its predecessor.
 func (b *TCP) AllGather(ctx context.Context, buf []byte, bytesPerRank int) error {
 	if b.closed.Load() {
 		return b.opError("all-gather", errs.NoRank, ErrClosed)
 	}
 	switch {
 	case bytesPerRank < 0 || bytesPerRank > maxFrameBytes:
-		return b.opError("all-gather", errs.NoRank, fmt.Errorf("%w: %d bytes per rank", errBadSize, bytesPerRank))
+		return b.opError("all-gather", errs.NoRank, fmt.Errorf("%w: %d bytes per rank, want 0 to %d", errBadSize, bytesPerRank, maxFrameBytes))
 	case len(buf)/b.nranks < bytesPerRank:
 		return b.opError("all-gather", errs.NoRank, fmt.Errorf("%w: buffer of %d bytes is too small for %d ranks of %d bytes",
 			errBadSize, len(buf), b.nranks, bytesPerRank))

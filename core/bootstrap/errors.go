@@ -35,7 +35,7 @@ var (
 
 // Argument errors that carry no more meaning than their class.
 var (
-	errBadNranks  = errs.New(errs.ErrInvalidArgument, "nranks must be at least 1")
+	errBadNranks  = errs.New(errs.ErrInvalidArgument, "bad nranks")
 	errBadTag     = errs.New(errs.ErrInvalidArgument, "tag must not be negative")
 	errBadSize    = errs.New(errs.ErrInvalidArgument, "bad size")
 	errBadAddress = errs.New(errs.ErrInvalidArgument, "bad address")

@@ -400,6 +400,45 @@ func TestInvalidArguments(t *testing.T) {
 	require.ErrorIs(t, b.AllGather(ctx, nil, 1), errs.ErrInvalidArgument)
 }
 
+// TestSizeLimits: a size beyond what a frame carries, and an nranks beyond maxRanks, are refused
+// at once with an invalid-argument error that states the limit and the value given. A RecvInto
+// of such a size used to wait out the whole timeout first.
+func TestSizeLimits(t *testing.T) {
+	ranks := bootJob(t, 2, quiet(5*time.Second))
+	b, ctx := ranks[0], context.Background()
+	big := make([]byte, maxFrameBytes+1) // never written: its pages stay untouched
+	tests := []struct {
+		name  string
+		call  func() error
+		words []string
+	}{
+		{"send", func() error { return b.Send(ctx, 1, 0, big) }, []string{"1073741825", "1073741824"}},
+		{"recv into", func() error { return b.RecvInto(ctx, 1, 0, big) }, []string{"1073741825", "1073741824"}},
+		{"recv into from itself", func() error { return b.RecvInto(ctx, 0, 0, big) }, []string{"1073741825", "1073741824"}},
+		{"all-gather", func() error { return b.AllGather(ctx, big, maxFrameBytes+1) }, []string{"1073741825", "1073741824"}},
+		{"join", func() error {
+			_, err := Join(ctx, UniqueID{}, 0, maxRanks+1, quiet(time.Hour))
+			return err
+		}, []string{"nranks is 1048577, want 1 to 1048576"}},
+		{"join addr", func() error {
+			_, err := JoinAddr(ctx, "127.0.0.1:1", 0, maxRanks+1, quiet(time.Hour))
+			return err
+		}, []string{"nranks is 1048577, want 1 to 1048576"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			err := tc.call()
+			require.ErrorIs(t, err, errs.ErrInvalidArgument)
+			for _, w := range tc.words {
+				assert.ErrorContains(t, err, w)
+			}
+			assert.NotContains(t, err.Error(), "at least 1")
+			assert.Less(t, time.Since(start), time.Second, "refused at once")
+		})
+	}
+}
+
 func TestPeerFailed(t *testing.T) {
 	ranks := bootJob(t, 2, quiet(10*time.Second))
 	ctx := context.Background()

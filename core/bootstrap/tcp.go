@@ -85,7 +85,7 @@ func JoinAddr(ctx context.Context, addr string, rank, nranks int, opts Options) 
 
 func checkRank(rank, nranks int) error {
 	if nranks < 1 || nranks > maxRanks {
-		return fmt.Errorf("%w: nranks %d (limit %d)", errBadNranks, nranks, maxRanks)
+		return fmt.Errorf("%w: nranks is %d, want 1 to %d", errBadNranks, nranks, maxRanks)
 	}
 	if rank < 0 || rank >= nranks {
 		return fmt.Errorf("%w: rank %d of %d", ErrRankOutOfRange, rank, nranks)
@@ -307,8 +307,8 @@ func (b *TCP) checkPeer(peer, tag int) error {
 	return nil
 }
 
-// Send sends data to peer with tag. It returns once data is handed to the network, so the
-// caller may reuse data; it does not wait for peer to receive it.
+// Send sends data, at most MaxMessageBytes, to peer with tag. It returns once data is handed to
+// the network, so the caller may reuse data; it does not wait for peer to receive it.
 func (b *TCP) Send(ctx context.Context, peer, tag int, data []byte) error {
 	if b.closed.Load() {
 		return b.opError("send", peer, ErrClosed)
@@ -346,13 +346,17 @@ func (b *TCP) Recv(ctx context.Context, peer, tag int) ([]byte, error) {
 }
 
 // RecvInto is Recv into buf. The message must be exactly len(buf) bytes long; otherwise it is
-// consumed and dropped and RecvInto returns ErrMessageSize.
+// consumed and dropped and RecvInto returns ErrMessageSize. A buf longer than MaxMessageBytes,
+// which no message can fill, is refused at once.
 func (b *TCP) RecvInto(ctx context.Context, peer, tag int, buf []byte) error {
 	if b.closed.Load() {
 		return b.opError("recv", peer, ErrClosed)
 	}
 	if err := b.checkPeer(peer, tag); err != nil {
 		return b.opError("recv", peer, err)
+	}
+	if len(buf) > maxFrameBytes {
+		return b.opError("recv", peer, fmt.Errorf("%w: message of %d bytes exceeds the %d-byte limit", errBadSize, len(buf), maxFrameBytes))
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
