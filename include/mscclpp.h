@@ -248,9 +248,9 @@ mscclppResult_t mscclppCommRank(mscclppComm_t comm, int* rank);
 /* Stores the number of ranks in *size. Local; does not block. */
 mscclppResult_t mscclppCommSize(mscclppComm_t comm, int* size);
 
-/* Sets, for this process, how many seconds bootstrap connections may take before failing, 1 to
- * 86400 (else mscclppInvalidArgument); applies to communicators created afterwards. Local; does
- * not block. */
+/* Sets, for this process, how many seconds each later blocking bootstrap step may take before
+ * failing, 1 to 86400 (else mscclppInvalidArgument); applies to existing communicators too (a
+ * step already waiting keeps its deadline). Local; does not block. */
 mscclppResult_t mscclppSetBootstrapConnTimeout(int timeout);
 
 /* A log sink: receives each formatted log line. */

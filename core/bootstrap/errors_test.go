@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/config"
 	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
 
@@ -110,6 +111,38 @@ func TestRecvTimeoutNamesPeerAndTag(t *testing.T) {
 	defer cancel()
 	err = ranks[0].RecvInto(ctx, 1, 6, make([]byte, 1))
 	requireErr(t, err, ErrTimeout, errs.ErrSystem, "peer 1", "tag 6")
+}
+
+// TestTimeoutChangedAfterJoin: a rank joined without Options.Timeout bounds each later operation
+// by the configuration's timeout as it is when the operation starts, so that
+// mscclppSetBootstrapConnTimeout (config.BootstrapTimeout.Set) applies to a bootstrap that exists
+// already, as core.h says; an Options.Timeout given at join wins over it.
+func TestTimeoutChangedAfterJoin(t *testing.T) {
+	tests := []struct {
+		name          string
+		opts          time.Duration // Options.Timeout; 0: the configuration's
+		atJoin, later time.Duration // the configuration's timeout at join and after it
+		min, max      time.Duration // how long the unanswered Recv may take
+	}{
+		{"shortened", 0, 10 * time.Second, 300 * time.Millisecond, 250 * time.Millisecond, 3 * time.Second},
+		{"lengthened", 0, 300 * time.Millisecond, 1500 * time.Millisecond, 1400 * time.Millisecond, 5 * time.Second},
+		{"Options.Timeout wins", 300 * time.Millisecond, 10 * time.Second, time.Hour, 250 * time.Millisecond, 3 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Cleanup(config.BootstrapTimeout.Reset)
+			config.BootstrapTimeout.Set(tc.atJoin)
+			ranks := bootJob(t, 2, quiet(tc.opts))
+			config.BootstrapTimeout.Set(tc.later)
+
+			start := time.Now()
+			_, err := ranks[1].Recv(context.Background(), 0, 5) // nobody sends it
+			elapsed := time.Since(start)
+			requireErr(t, err, ErrTimeout, errs.ErrSystem, "peer 0", "tag 5")
+			assert.GreaterOrEqual(t, elapsed, tc.min)
+			assert.Less(t, elapsed, tc.max)
+		})
+	}
 }
 
 func TestCanceledContext(t *testing.T) {

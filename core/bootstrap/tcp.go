@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
 // Reserved tags. User tags are >= 0, so the package's own messages never match a user Recv.
@@ -28,7 +29,7 @@ const (
 type TCP struct {
 	rank, nranks int
 	magic        uint64
-	timeout      time.Duration
+	timeout      time.Duration // Options.Timeout; zero: the configuration's, read by each operation
 	log          *slog.Logger
 	ln           *net.TCPListener
 	addr         netip.AddrPort   // this rank's listening address
@@ -263,10 +264,20 @@ func deadlineOnDone(ctx context.Context, set func(time.Time) error) (stop func()
 	}
 }
 
+// opTimeout returns how long an operation starting now may take: Options.Timeout if the caller
+// set one, else config.BootstrapTimeout as it is now (MSCCLPP_BOOTSTRAP_TIMEOUT, or the value
+// of a later mscclppSetBootstrapConnTimeout).
+func (b *TCP) opTimeout() time.Duration {
+	if b.timeout > 0 {
+		return b.timeout
+	}
+	return config.BootstrapTimeout.Get()
+}
+
 // opContext returns the context of one operation: it ends at the earlier of parent's deadline
-// and now + the timeout, or when b is closed.
+// and now + opTimeout, or when b is closed.
 func (b *TCP) opContext(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(parent, b.timeout)
+	ctx, cancel := context.WithTimeout(parent, b.opTimeout())
 	stop := context.AfterFunc(b.life, cancel)
 	return ctx, func() {
 		stop()

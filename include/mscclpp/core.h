@@ -37,8 +37,9 @@ extern "C" {
 
 /* The text of a result code (static storage). */
 const char* mscclppGetErrorString(mscclppResult_t result);
-/* Sets the bootstrap timeout in seconds, 1 to 86400, for every later blocking step (default 30,
- * or MSCCLPP_BOOTSTRAP_TIMEOUT); another value is refused with mscclppInvalidArgument. */
+/* Sets the bootstrap timeout in seconds, 1 to 86400, for every later blocking step, of existing
+ * bootstraps too (default 30, or MSCCLPP_BOOTSTRAP_TIMEOUT; a step already waiting keeps its
+ * deadline); another value is refused with mscclppInvalidArgument. */
 mscclppResult_t mscclppSetBootstrapConnTimeout(int timeout);
 /* Sends the library's log lines to handler (each line ends with a newline). */
 typedef void (*mscclppLogHandler_t)(const char* msg);
