@@ -196,6 +196,9 @@ mscclppResult_t mscclppCommInitRank(mscclppComm_t* comm, int nranks, const char*
  * ranks have joined or the bootstrap timeout expires. nranks and id must match on all ranks. */
 mscclppResult_t mscclppCommInitRankFromId(mscclppComm_t* comm, int nranks, mscclppUniqueId id, int rank);
 
+/* mscclppBootstrapAllGather and mscclppBootstrapBarrier must not overlap on one communicator (two
+ * threads at once): one made while the other is in progress fails at once with
+ * mscclppInvalidUsage, its log naming the call in progress. */
 /* Gathers `size` bytes from every rank over the bootstrap network: rank r's input and output part is
  * data[r*size, (r+1)*size). Collective; blocks until done. size must match on all ranks and be at
  * most 2^30 (1 GiB), else mscclppInvalidArgument. */

@@ -43,7 +43,9 @@
 // the address exchange creates one from each rank's predecessor.
 //
 // AllGather is a ring all-gather: nranks-1 steps, each sending one block to the successor and
-// receiving one from the predecessor. Barrier is a ring all-gather of zero bytes.
+// receiving one from the predecessor. Barrier is a ring all-gather of zero bytes. Their
+// messages use one tag each, so a rank runs one collective call at a time: an AllGather or
+// Barrier made while another is in progress fails at once with ErrCollectiveInProgress.
 //
 // # Goroutines
 //

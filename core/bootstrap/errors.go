@@ -31,6 +31,9 @@ var (
 	ErrRootAborted = errs.New(errs.ErrRemote, "root aborted")
 	// ErrCanceled: the caller's context was canceled.
 	ErrCanceled = errs.New(errs.ErrSystem, "canceled")
+	// ErrCollectiveInProgress: a collective call (AllGather, Barrier) was made on a rank while
+	// another was in progress there. Overlapping collective calls cannot be matched across ranks.
+	ErrCollectiveInProgress = errs.New(errs.ErrInvalidUsage, "collective call in progress")
 )
 
 // Argument errors that carry no more meaning than their class.

@@ -24,8 +24,11 @@ const (
 )
 
 // TCP is one rank's bootstrap: it knows every rank's listening address and exchanges tagged
-// messages with them over TCP. Send, Recv and RecvInto may be called from several goroutines;
-// AllGather and Barrier must not run concurrently with each other on one TCP.
+// messages with them over TCP. Send, Recv and RecvInto may be called from several goroutines
+// (concurrent Sends to one peer each write their message whole). The collective calls,
+// AllGather and Barrier, must not overlap on one TCP: one made while another is in progress
+// fails at once with ErrCollectiveInProgress (an errs.ErrInvalidUsage), since overlapping calls
+// cannot be matched across ranks.
 type TCP struct {
 	rank, nranks int
 	magic        uint64
@@ -39,6 +42,9 @@ type TCP struct {
 
 	inMu    sync.Mutex
 	inbound map[int]bool // peers whose incoming link was accepted
+
+	collMu sync.Mutex
+	collOp string // the collective call in progress ("all-gather", "barrier"), or ""
 
 	group     connGroup          // every connection, and the goroutines serving them
 	life      context.Context    // canceled by Close; every operation's context ends with it

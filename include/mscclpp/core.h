@@ -61,7 +61,11 @@ mscclppResult_t mscclppBootstrapCreate(mscclppBootstrap_t* bootstrap, int rank, 
 mscclppResult_t mscclppBootstrapRank(mscclppBootstrap_t bootstrap, int* rank);
 mscclppResult_t mscclppBootstrapSize(mscclppBootstrap_t bootstrap, int* nranks);
 /* A bootstrap message (Send, Recv, each rank's part of AllGatherBytes) is at most 2^30 bytes (1 GiB);
- * a larger size is refused at once with mscclppInvalidArgument. */
+ * a larger size is refused at once with mscclppInvalidArgument. Send and Recv may be called from
+ * several threads at once (concurrent Sends to one peer each deliver their message whole). The
+ * collective calls on one bootstrap, mscclppBootstrapAllGatherBytes, mscclppBootstrapBarrierAll
+ * and mscclppCollCommCreate on a communicator over it, must not overlap: one made while another
+ * is in progress fails at once with mscclppInvalidUsage, its log naming the call in progress. */
 /* Sends `size` bytes to `peer` under `tag` (>= 0); returns once queued (data may be reused). */
 mscclppResult_t mscclppBootstrapSend(mscclppBootstrap_t bootstrap, const void* data, size_t size, int peer, int tag);
 /* Receives exactly `size` bytes from `peer` under `tag` (matched by peer and tag, any order). Blocks. */
