@@ -118,6 +118,9 @@ func mscclppBootstrapAllGather(comm C.mscclppComm_t, data unsafe.Pointer, size C
 		if size < 0 {
 			return invalidArg("size is %d, want >= 0", size)
 		}
+		if err := checkMessageSize(uint64(size)); err != nil {
+			return err
+		}
 		total := int(size) * c.Size()
 		if data == nil && total > 0 {
 			return invalidArg("data is NULL")
@@ -173,8 +176,8 @@ func mscclppCommSize(comm C.mscclppComm_t, size *C.int) C.mscclppResult_t {
 //export mscclppSetBootstrapConnTimeout
 func mscclppSetBootstrapConnTimeout(timeout C.int) C.mscclppResult_t {
 	return call("mscclppSetBootstrapConnTimeout", func() error {
-		if timeout <= 0 {
-			return invalidArg("timeout is %d s, want a positive number of seconds", timeout)
+		if maxSeconds := int64(config.MaxTimeout / time.Second); timeout <= 0 || int64(timeout) > maxSeconds {
+			return invalidArg("timeout is %d s, want 1 to %d seconds", timeout, maxSeconds)
 		}
 		config.BootstrapTimeout.Set(time.Duration(timeout) * time.Second)
 		return nil

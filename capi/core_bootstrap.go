@@ -102,7 +102,17 @@ func bootstrapInt(fn string, b C.mscclppBootstrap_t, out *C.int, outName string,
 	})
 }
 
-// cBytes is the C buffer (data, size) as a slice; nil when size is 0.
+// checkMessageSize refuses a size above what one bootstrap message carries (SIZE_MAX included,
+// which as a Go int is negative), before any slice of that size is made.
+func checkMessageSize(size uint64) error {
+	if size > bootstrap.MaxMessageBytes {
+		return invalidArg("size is %d bytes, more than the %d a bootstrap message carries", size, bootstrap.MaxMessageBytes)
+	}
+	return nil
+}
+
+// cBytes is the C buffer (data, size) as a slice; nil when size is 0. size must have passed
+// checkMessageSize (or be a multiple of such a size by a rank count).
 func cBytes(data unsafe.Pointer, size C.size_t) ([]byte, error) {
 	if size == 0 {
 		return nil, nil
@@ -139,6 +149,9 @@ func bootstrapBytes(fn string, b C.mscclppBootstrap_t, data unsafe.Pointer, size
 		if err != nil {
 			return err
 		}
+		if err := checkMessageSize(uint64(size)); err != nil {
+			return err
+		}
 		buf, err := cBytes(data, size)
 		if err != nil {
 			return err
@@ -152,6 +165,9 @@ func mscclppBootstrapAllGatherBytes(b C.mscclppBootstrap_t, data unsafe.Pointer,
 	return call("mscclppBootstrapAllGatherBytes", func() error {
 		t, err := bootstraps.lookup(unsafe.Pointer(b))
 		if err != nil {
+			return err
+		}
+		if err := checkMessageSize(uint64(size)); err != nil {
 			return err
 		}
 		buf, err := cBytes(data, size*C.size_t(t.Size()))

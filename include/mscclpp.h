@@ -196,8 +196,12 @@ mscclppResult_t mscclppCommInitRank(mscclppComm_t* comm, int nranks, const char*
  * ranks have joined or the bootstrap timeout expires. nranks and id must match on all ranks. */
 mscclppResult_t mscclppCommInitRankFromId(mscclppComm_t* comm, int nranks, mscclppUniqueId id, int rank);
 
+/* mscclppBootstrapAllGather and mscclppBootstrapBarrier must not overlap on one communicator (two
+ * threads at once): one made while the other is in progress fails at once with
+ * mscclppInvalidUsage, its log naming the call in progress. */
 /* Gathers `size` bytes from every rank over the bootstrap network: rank r's input and output part is
- * data[r*size, (r+1)*size). Collective; blocks until done. size must match on all ranks. */
+ * data[r*size, (r+1)*size). Collective; blocks until done. size must match on all ranks and be at
+ * most 2^30 (1 GiB), else mscclppInvalidArgument. */
 mscclppResult_t mscclppBootstrapAllGather(mscclppComm_t comm, void* data, int size);
 
 /* Returns once every rank has reached it (an all-gather of nothing). Collective; blocks. */
@@ -247,8 +251,9 @@ mscclppResult_t mscclppCommRank(mscclppComm_t comm, int* rank);
 /* Stores the number of ranks in *size. Local; does not block. */
 mscclppResult_t mscclppCommSize(mscclppComm_t comm, int* size);
 
-/* Sets, for this process, how many seconds bootstrap connections may take before failing; applies to
- * communicators created afterwards. Local; does not block. */
+/* Sets, for this process, how many seconds each later blocking bootstrap step may take before
+ * failing, 1 to 86400 (else mscclppInvalidArgument); applies to existing communicators too (a
+ * step already waiting keeps its deadline). Local; does not block. */
 mscclppResult_t mscclppSetBootstrapConnTimeout(int timeout);
 
 /* A log sink: receives each formatted log line. */

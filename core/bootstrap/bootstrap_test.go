@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mscclpp-go/mscclpp/core/errs"
 )
 
 // checkJob checks that every rank knows the same address table and that an all-gather and a
@@ -221,4 +224,107 @@ func TestBarrierWaitsForEveryRank(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestOverlappingCollectivesRefused: a collective call (AllGather, Barrier) made on a rank while
+// another is in progress there fails at once with an invalid-usage error naming the call in
+// progress. Overlapping calls share tags, so they cannot be matched across ranks: they used to run
+// both and take each other's messages. The call in progress still completes with the right bytes.
+func TestOverlappingCollectivesRefused(t *testing.T) {
+	const k = 1 << 16
+	// allGather returns a collective call: an all-gather of k-byte blocks that checks them.
+	allGather := func(b *TCP) error {
+		buf := make([]byte, 2*k)
+		fillBlock(buf[b.Rank()*k:(b.Rank()+1)*k], b.Rank(), 0)
+		if err := b.AllGather(context.Background(), buf, k); err != nil {
+			return err
+		}
+		for r := range 2 {
+			want := make([]byte, k)
+			fillBlock(want, r, 0)
+			if !bytes.Equal(buf[r*k:(r+1)*k], want) {
+				return fmt.Errorf("block %d is wrong", r)
+			}
+		}
+		return nil
+	}
+	barrier := func(b *TCP) error { return b.Barrier(context.Background()) }
+	allGatherInto := func(ctx context.Context, b *TCP) error { return b.AllGather(ctx, make([]byte, 2*k), k) }
+	barrierCtx := func(ctx context.Context, b *TCP) error { return b.Barrier(ctx) }
+
+	tests := []struct {
+		name       string
+		inProgress func(b *TCP) error
+		overlap    func(ctx context.Context, b *TCP) error
+		want       string // what the refusal names
+	}{
+		{"all-gather during all-gather", allGather, allGatherInto, "all-gather in progress"},
+		{"barrier during all-gather", allGather, barrierCtx, "all-gather in progress"},
+		{"all-gather during barrier", barrier, allGatherInto, "barrier in progress"},
+		{"barrier during barrier", barrier, barrierCtx, "barrier in progress"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ranks := bootJob(t, 2, quiet(10*time.Second))
+			first := make(chan error, 1)
+			go func() { first <- tc.inProgress(ranks[0]) }()
+			time.Sleep(200 * time.Millisecond) // rank 0's call now waits for rank 1's
+
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			start := time.Now()
+			err := tc.overlap(ctx, ranks[0])
+			require.ErrorIs(t, err, ErrCollectiveInProgress)
+			require.ErrorIs(t, err, errs.ErrInvalidUsage)
+			assert.ErrorContains(t, err, tc.want)
+			assert.Less(t, time.Since(start), time.Second, "refused at once")
+
+			require.NoError(t, tc.inProgress(ranks[1]))
+			require.NoError(t, <-first)
+			// Once it returned, the next collective call runs.
+			onEveryRank(t, ranks, allGather)
+		})
+	}
+}
+
+// TestConcurrentLargeSendsStayWhole: two goroutines sending many large messages to one peer with
+// one tag at the same time never interleave their bytes: every message arrives whole (each word
+// names its sender, its message and its place), and each sender's messages arrive in order.
+func TestConcurrentLargeSendsStayWhole(t *testing.T) {
+	const senders, msgs, words, tag = 2, 32, 64 << 10, 7 // 512 KiB messages
+	ranks := bootJob(t, 2, quiet(20*time.Second))
+	word := func(s, i, w int) uint64 { return uint64(s)<<56 | uint64(i)<<32 | uint64(w) }
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Go(func() {
+			msg := make([]byte, 8*words)
+			for i := range msgs {
+				for w := range words {
+					binary.LittleEndian.PutUint64(msg[8*w:], word(s, i, w))
+				}
+				if err := ranks[0].Send(ctx, 1, tag, msg); err != nil {
+					t.Errorf("sender %d message %d: %v", s, i, err)
+					return
+				}
+			}
+		})
+	}
+	next := make([]int, senders) // the next message expected of each sender
+	for range senders * msgs {
+		got, err := ranks[1].Recv(ctx, 0, tag)
+		require.NoError(t, err)
+		require.Len(t, got, 8*words)
+		first := binary.LittleEndian.Uint64(got)
+		s, i := int(first>>56), int(first>>32&0xffffff)
+		require.Less(t, s, senders, "first word %#x", first)
+		require.Equal(t, next[s], i, "sender %d's messages out of order", s)
+		next[s]++
+		for w := range words {
+			if v := binary.LittleEndian.Uint64(got[8*w:]); v != word(s, i, w) {
+				t.Fatalf("message %d of sender %d: word %d is %#x, want %#x (messages interleaved)", i, s, w, v, word(s, i, w))
+			}
+		}
+	}
+	wg.Wait()
 }

@@ -43,7 +43,9 @@
 // the address exchange creates one from each rank's predecessor.
 //
 // AllGather is a ring all-gather: nranks-1 steps, each sending one block to the successor and
-// receiving one from the predecessor. Barrier is a ring all-gather of zero bytes.
+// receiving one from the predecessor. Barrier is a ring all-gather of zero bytes. Their
+// messages use one tag each, so a rank runs one collective call at a time: an AllGather or
+// Barrier made while another is in progress fails at once with ErrCollectiveInProgress.
 //
 // # Goroutines
 //
@@ -58,9 +60,11 @@
 // # Deadlines
 //
 // Every rank operation, Join included as a whole, ends at the earlier of its context's
-// deadline and now + Options.Timeout; waiting for a peer then fails with ErrTimeout naming the
-// peer and tag, and dialing with ErrUnreachable naming the address. The root's deadline is
-// Options.Timeout counted from NewRoot (for JoinAddr, slightly less than rank 0's remaining
-// time); when it passes, the root tells the joined ranks which ranks never joined, and Wait
-// returns the same error. Close makes blocked and later operations return ErrClosed.
+// deadline and now + Options.Timeout, or, when that is zero, now + config.BootstrapTimeout as it
+// is when the operation starts (so mscclppSetBootstrapConnTimeout applies to a rank that exists
+// already); waiting for a peer then fails with ErrTimeout naming the peer and tag, and dialing
+// with ErrUnreachable naming the address. The root's deadline is Options.Timeout (or
+// config.BootstrapTimeout) counted from NewRoot (for JoinAddr, slightly less than rank 0's
+// remaining time); when it passes, the root tells the joined ranks which ranks never joined,
+// and Wait returns the same error. Close makes blocked and later operations return ErrClosed.
 package bootstrap

@@ -31,11 +31,14 @@ var (
 	ErrRootAborted = errs.New(errs.ErrRemote, "root aborted")
 	// ErrCanceled: the caller's context was canceled.
 	ErrCanceled = errs.New(errs.ErrSystem, "canceled")
+	// ErrCollectiveInProgress: a collective call (AllGather, Barrier) was made on a rank while
+	// another was in progress there. Overlapping collective calls cannot be matched across ranks.
+	ErrCollectiveInProgress = errs.New(errs.ErrInvalidUsage, "collective call in progress")
 )
 
 // Argument errors that carry no more meaning than their class.
 var (
-	errBadNranks  = errs.New(errs.ErrInvalidArgument, "nranks must be at least 1")
+	errBadNranks  = errs.New(errs.ErrInvalidArgument, "bad nranks")
 	errBadTag     = errs.New(errs.ErrInvalidArgument, "tag must not be negative")
 	errBadSize    = errs.New(errs.ErrInvalidArgument, "bad size")
 	errBadAddress = errs.New(errs.ErrInvalidArgument, "bad address")

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/config"
 	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
 
@@ -110,6 +111,38 @@ func TestRecvTimeoutNamesPeerAndTag(t *testing.T) {
 	defer cancel()
 	err = ranks[0].RecvInto(ctx, 1, 6, make([]byte, 1))
 	requireErr(t, err, ErrTimeout, errs.ErrSystem, "peer 1", "tag 6")
+}
+
+// TestTimeoutChangedAfterJoin: a rank joined without Options.Timeout bounds each later operation
+// by the configuration's timeout as it is when the operation starts, so that
+// mscclppSetBootstrapConnTimeout (config.BootstrapTimeout.Set) applies to a bootstrap that exists
+// already, as core.h says; an Options.Timeout given at join wins over it.
+func TestTimeoutChangedAfterJoin(t *testing.T) {
+	tests := []struct {
+		name          string
+		opts          time.Duration // Options.Timeout; 0: the configuration's
+		atJoin, later time.Duration // the configuration's timeout at join and after it
+		min, max      time.Duration // how long the unanswered Recv may take
+	}{
+		{"shortened", 0, 10 * time.Second, 300 * time.Millisecond, 250 * time.Millisecond, 3 * time.Second},
+		{"lengthened", 0, 300 * time.Millisecond, 1500 * time.Millisecond, 1400 * time.Millisecond, 5 * time.Second},
+		{"Options.Timeout wins", 300 * time.Millisecond, 10 * time.Second, time.Hour, 250 * time.Millisecond, 3 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Cleanup(config.BootstrapTimeout.Reset)
+			config.BootstrapTimeout.Set(tc.atJoin)
+			ranks := bootJob(t, 2, quiet(tc.opts))
+			config.BootstrapTimeout.Set(tc.later)
+
+			start := time.Now()
+			_, err := ranks[1].Recv(context.Background(), 0, 5) // nobody sends it
+			elapsed := time.Since(start)
+			requireErr(t, err, ErrTimeout, errs.ErrSystem, "peer 0", "tag 5")
+			assert.GreaterOrEqual(t, elapsed, tc.min)
+			assert.Less(t, elapsed, tc.max)
+		})
+	}
 }
 
 func TestCanceledContext(t *testing.T) {
@@ -398,6 +431,45 @@ func TestInvalidArguments(t *testing.T) {
 	require.ErrorIs(t, b.AllGather(ctx, make([]byte, 10), -1), errs.ErrInvalidArgument)
 	require.ErrorIs(t, b.AllGather(ctx, make([]byte, 7), 4), errs.ErrInvalidArgument)
 	require.ErrorIs(t, b.AllGather(ctx, nil, 1), errs.ErrInvalidArgument)
+}
+
+// TestSizeLimits: a size beyond what a frame carries, and an nranks beyond maxRanks, are refused
+// at once with an invalid-argument error that states the limit and the value given. A RecvInto
+// of such a size used to wait out the whole timeout first.
+func TestSizeLimits(t *testing.T) {
+	ranks := bootJob(t, 2, quiet(5*time.Second))
+	b, ctx := ranks[0], context.Background()
+	big := make([]byte, maxFrameBytes+1) // never written: its pages stay untouched
+	tests := []struct {
+		name  string
+		call  func() error
+		words []string
+	}{
+		{"send", func() error { return b.Send(ctx, 1, 0, big) }, []string{"1073741825", "1073741824"}},
+		{"recv into", func() error { return b.RecvInto(ctx, 1, 0, big) }, []string{"1073741825", "1073741824"}},
+		{"recv into from itself", func() error { return b.RecvInto(ctx, 0, 0, big) }, []string{"1073741825", "1073741824"}},
+		{"all-gather", func() error { return b.AllGather(ctx, big, maxFrameBytes+1) }, []string{"1073741825", "1073741824"}},
+		{"join", func() error {
+			_, err := Join(ctx, UniqueID{}, 0, maxRanks+1, quiet(time.Hour))
+			return err
+		}, []string{"nranks is 1048577, want 1 to 1048576"}},
+		{"join addr", func() error {
+			_, err := JoinAddr(ctx, "127.0.0.1:1", 0, maxRanks+1, quiet(time.Hour))
+			return err
+		}, []string{"nranks is 1048577, want 1 to 1048576"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			err := tc.call()
+			require.ErrorIs(t, err, errs.ErrInvalidArgument)
+			for _, w := range tc.words {
+				assert.ErrorContains(t, err, w)
+			}
+			assert.NotContains(t, err.Error(), "at least 1")
+			assert.Less(t, time.Since(start), time.Second, "refused at once")
+		})
+	}
 }
 
 func TestPeerFailed(t *testing.T) {

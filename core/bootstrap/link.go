@@ -158,7 +158,7 @@ func (b *TCP) serveInbound(c *net.TCPConn) {
 // acceptHandshake reads and checks c's handshake and claims c as the one incoming link of the
 // peer it names. It returns the peer's rank.
 func (b *TCP) acceptHandshake(c *net.TCPConn) (int, error) {
-	c.SetReadDeadline(time.Now().Add(b.timeout))
+	c.SetReadDeadline(time.Now().Add(b.opTimeout()))
 	var hb [handshakeBytes]byte
 	if _, err := io.ReadFull(c, hb[:]); err != nil {
 		return 0, fmt.Errorf("reading handshake: %w", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
 // Reserved tags. User tags are >= 0, so the package's own messages never match a user Recv.
@@ -23,12 +24,15 @@ const (
 )
 
 // TCP is one rank's bootstrap: it knows every rank's listening address and exchanges tagged
-// messages with them over TCP. Send, Recv and RecvInto may be called from several goroutines;
-// AllGather and Barrier must not run concurrently with each other on one TCP.
+// messages with them over TCP. Send, Recv and RecvInto may be called from several goroutines
+// (concurrent Sends to one peer each write their message whole). The collective calls,
+// AllGather and Barrier, must not overlap on one TCP: one made while another is in progress
+// fails at once with ErrCollectiveInProgress (an errs.ErrInvalidUsage), since overlapping calls
+// cannot be matched across ranks.
 type TCP struct {
 	rank, nranks int
 	magic        uint64
-	timeout      time.Duration
+	timeout      time.Duration // Options.Timeout; zero: the configuration's, read by each operation
 	log          *slog.Logger
 	ln           *net.TCPListener
 	addr         netip.AddrPort   // this rank's listening address
@@ -38,6 +42,9 @@ type TCP struct {
 
 	inMu    sync.Mutex
 	inbound map[int]bool // peers whose incoming link was accepted
+
+	collMu sync.Mutex
+	collOp string // the collective call in progress ("all-gather", "barrier"), or ""
 
 	group     connGroup          // every connection, and the goroutines serving them
 	life      context.Context    // canceled by Close; every operation's context ends with it
@@ -85,7 +92,7 @@ func JoinAddr(ctx context.Context, addr string, rank, nranks int, opts Options) 
 
 func checkRank(rank, nranks int) error {
 	if nranks < 1 || nranks > maxRanks {
-		return fmt.Errorf("%w: nranks %d (limit %d)", errBadNranks, nranks, maxRanks)
+		return fmt.Errorf("%w: nranks is %d, want 1 to %d", errBadNranks, nranks, maxRanks)
 	}
 	if rank < 0 || rank >= nranks {
 		return fmt.Errorf("%w: rank %d of %d", ErrRankOutOfRange, rank, nranks)
@@ -263,10 +270,20 @@ func deadlineOnDone(ctx context.Context, set func(time.Time) error) (stop func()
 	}
 }
 
+// opTimeout returns how long an operation starting now may take: Options.Timeout if the caller
+// set one, else config.BootstrapTimeout as it is now (MSCCLPP_BOOTSTRAP_TIMEOUT, or the value
+// of a later mscclppSetBootstrapConnTimeout).
+func (b *TCP) opTimeout() time.Duration {
+	if b.timeout > 0 {
+		return b.timeout
+	}
+	return config.BootstrapTimeout.Get()
+}
+
 // opContext returns the context of one operation: it ends at the earlier of parent's deadline
-// and now + the timeout, or when b is closed.
+// and now + opTimeout, or when b is closed.
 func (b *TCP) opContext(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(parent, b.timeout)
+	ctx, cancel := context.WithTimeout(parent, b.opTimeout())
 	stop := context.AfterFunc(b.life, cancel)
 	return ctx, func() {
 		stop()
@@ -307,8 +324,8 @@ func (b *TCP) checkPeer(peer, tag int) error {
 	return nil
 }
 
-// Send sends data to peer with tag. It returns once data is handed to the network, so the
-// caller may reuse data; it does not wait for peer to receive it.
+// Send sends data, at most MaxMessageBytes, to peer with tag. It returns once data is handed to
+// the network, so the caller may reuse data; it does not wait for peer to receive it.
 func (b *TCP) Send(ctx context.Context, peer, tag int, data []byte) error {
 	if b.closed.Load() {
 		return b.opError("send", peer, ErrClosed)
@@ -346,13 +363,17 @@ func (b *TCP) Recv(ctx context.Context, peer, tag int) ([]byte, error) {
 }
 
 // RecvInto is Recv into buf. The message must be exactly len(buf) bytes long; otherwise it is
-// consumed and dropped and RecvInto returns ErrMessageSize.
+// consumed and dropped and RecvInto returns ErrMessageSize. A buf longer than MaxMessageBytes,
+// which no message can fill, is refused at once.
 func (b *TCP) RecvInto(ctx context.Context, peer, tag int, buf []byte) error {
 	if b.closed.Load() {
 		return b.opError("recv", peer, ErrClosed)
 	}
 	if err := b.checkPeer(peer, tag); err != nil {
 		return b.opError("recv", peer, err)
+	}
+	if len(buf) > maxFrameBytes {
+		return b.opError("recv", peer, fmt.Errorf("%w: message of %d bytes exceeds the %d-byte limit", errBadSize, len(buf), maxFrameBytes))
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()

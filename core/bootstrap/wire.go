@@ -237,6 +237,10 @@ const (
 	maxFrameBytes    = 1 << 30
 )
 
+// MaxMessageBytes is the largest message Send and RecvInto carry, and the most bytes per rank
+// of AllGather: what one frame can carry. Larger sizes are refused with an invalid-argument error.
+const MaxMessageBytes = maxFrameBytes
+
 type frameHeader struct {
 	tag  int
 	size int

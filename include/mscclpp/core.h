@@ -37,8 +37,9 @@ extern "C" {
 
 /* The text of a result code (static storage). */
 const char* mscclppGetErrorString(mscclppResult_t result);
-/* Sets the bootstrap timeout in seconds for every later blocking step (default 30, or
- * MSCCLPP_BOOTSTRAP_TIMEOUT). */
+/* Sets the bootstrap timeout in seconds, 1 to 86400, for every later blocking step, of existing
+ * bootstraps too (default 30, or MSCCLPP_BOOTSTRAP_TIMEOUT; a step already waiting keeps its
+ * deadline); another value is refused with mscclppInvalidArgument. */
 mscclppResult_t mscclppSetBootstrapConnTimeout(int timeout);
 /* Sends the library's log lines to handler (each line ends with a newline). */
 typedef void (*mscclppLogHandler_t)(const char* msg);
@@ -59,6 +60,12 @@ mscclppResult_t mscclppBootstrapCreate(mscclppBootstrap_t* bootstrap, int rank, 
 /* This rank's index and the number of ranks. */
 mscclppResult_t mscclppBootstrapRank(mscclppBootstrap_t bootstrap, int* rank);
 mscclppResult_t mscclppBootstrapSize(mscclppBootstrap_t bootstrap, int* nranks);
+/* A bootstrap message (Send, Recv, each rank's part of AllGatherBytes) is at most 2^30 bytes (1 GiB);
+ * a larger size is refused at once with mscclppInvalidArgument. Send and Recv may be called from
+ * several threads at once (concurrent Sends to one peer each deliver their message whole). The
+ * collective calls on one bootstrap, mscclppBootstrapAllGatherBytes, mscclppBootstrapBarrierAll
+ * and mscclppCollCommCreate on a communicator over it, must not overlap: one made while another
+ * is in progress fails at once with mscclppInvalidUsage, its log naming the call in progress. */
 /* Sends `size` bytes to `peer` under `tag` (>= 0); returns once queued (data may be reused). */
 mscclppResult_t mscclppBootstrapSend(mscclppBootstrap_t bootstrap, const void* data, size_t size, int peer, int tag);
 /* Receives exactly `size` bytes from `peer` under `tag` (matched by peer and tag, any order). Blocks. */

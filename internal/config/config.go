@@ -38,21 +38,24 @@ type Var[T any] struct {
 }
 
 // Get returns the override if one was set, else the environment's value, else the default.
-// A malformed environment value falls back to the default with a WARN log naming the variable.
+// An environment value that is malformed or outside the variable's bounds falls back to the
+// default with a WARN log naming the variable, through the logger SetLogger set.
 func (v *Var[T]) Get() T {
 	if o := v.override.Load(); o != nil {
 		return *o
 	}
+	var raw string
 	var parseErr error
 	v.once.Do(func() {
 		v.val = v.Default
-		raw, ok := lookupEnv(v.Name)
+		var ok bool
+		raw, ok = lookupEnv(v.Name)
 		if !ok || raw == "" {
 			return
 		}
 		parsed, err := v.parse(raw)
 		if err != nil {
-			parseErr = fmt.Errorf("ignoring %s=%q: %w", v.Name, raw, err)
+			parseErr = err
 			return
 		}
 		v.val, v.overridden = parsed, true
@@ -60,7 +63,8 @@ func (v *Var[T]) Get() T {
 	// Log outside once.Do: the log handler itself reads MSCCLPP_DEBUG through a Var, and logging
 	// from inside the Once would re-enter it.
 	if parseErr != nil {
-		logger().Warn("malformed environment variable", "err", parseErr)
+		logger().Warn("environment variable out of range or malformed, using the default",
+			"var", v.Name, "value", raw, "default", v.Default, "err", parseErr)
 	} else if v.overridden && v.announced.CompareAndSwap(false, true) {
 		logger().Info("environment override", "var", v.Name, "value", v.val)
 	}
@@ -98,15 +102,36 @@ func (v *Var[T]) Describe() string {
 	return fmt.Sprintf("%s (default %v): %s", v.Name, v.Default, v.Doc)
 }
 
-func parseSeconds(s string) (time.Duration, error) {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil {
-		return 0, err
+// Bounds of the numeric variables, stated in their Doc lines and in docs/CONFIG.md. A value
+// outside them is refused like a malformed one: WARN, and the default.
+const (
+	// MaxTimeout bounds the timeouts (and mscclppSetBootstrapConnTimeout): no bootstrap step or
+	// network write should wait longer than a day, and the bound keeps seconds far from
+	// overflowing time.Duration (292 years), which would make a huge value negative or small.
+	MaxTimeout = 24 * time.Hour
+	// maxCollSpins bounds MSCCLPP_COLL_MAX_SPINS: 2^40 polls, about a thousand times the
+	// default's minutes; -1 waits for ever.
+	maxCollSpins = 1 << 40
+	// maxCollBlocks bounds MSCCLPP_COLL_MAX_BLOCKS: a call launches at most 128 blocks anyway,
+	// and the bound keeps the value far within the 32 bits the ranks exchange it in.
+	maxCollBlocks = 1024
+	// maxProxyTrace bounds MSCCLPP_PROXY_TRACE: a million flushes is more than any diagnosis reads.
+	maxProxyTrace = 1_000_000
+)
+
+// parseSeconds returns a parser of a whole number of seconds from 1 to max.
+func parseSeconds(max time.Duration) func(string) (time.Duration, error) {
+	maxSeconds := int64(max / time.Second)
+	return func(s string) (time.Duration, error) {
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		if n <= 0 || n > maxSeconds {
+			return 0, fmt.Errorf("want a number of seconds from 1 to %d, got %d", maxSeconds, n)
+		}
+		return time.Duration(n) * time.Second, nil
 	}
-	if n <= 0 {
-		return 0, fmt.Errorf("timeout must be a positive number of seconds, got %d", n)
-	}
-	return time.Duration(n) * time.Second, nil
 }
 
 func parseString(s string) (string, error) { return strings.TrimSpace(s), nil }
@@ -127,12 +152,14 @@ func parseInt(want string, ok func(int64) bool) func(string) (int64, error) {
 }
 
 var (
-	// parseSpins accepts a positive number of polls, or -1 for no bound.
-	parseSpins = parseInt("a positive number of polls, or -1 for no bound", func(n int64) bool { return n > 0 || n == -1 })
-	// parseBlocks accepts 0 (no limit) or a grid of 2 blocks or more.
-	parseBlocks = parseInt("0 (no limit) or 2 or more", func(n int64) bool { return n == 0 || n >= 2 })
-	// parseCount accepts a number of zero or more.
-	parseCount = parseInt("zero or more", func(n int64) bool { return n >= 0 })
+	// parseSpins accepts 1 to maxCollSpins polls, or -1 for no bound.
+	parseSpins = parseInt(fmt.Sprintf("1 to %d polls, or -1 for no bound", maxCollSpins),
+		func(n int64) bool { return n >= 1 && n <= maxCollSpins || n == -1 })
+	// parseBlocks accepts 0 (no limit) or a grid of 2 to maxCollBlocks blocks.
+	parseBlocks = parseInt(fmt.Sprintf("0 (no limit) or 2 to %d", maxCollBlocks),
+		func(n int64) bool { return n == 0 || n >= 2 && n <= maxCollBlocks })
+	// parseFlushes accepts 0 to maxProxyTrace flushes.
+	parseFlushes = parseInt(fmt.Sprintf("0 to %d", maxProxyTrace), func(n int64) bool { return n >= 0 && n <= maxProxyTrace })
 )
 
 // parseChoice accepts one of choices, in any case.
@@ -174,8 +201,8 @@ var (
 		Doc: "log level: WARN, INFO or TRACE",
 	}
 	BootstrapTimeout = &Var[time.Duration]{
-		Name: "MSCCLPP_BOOTSTRAP_TIMEOUT", Default: 30 * time.Second, parse: parseSeconds,
-		Doc: "seconds a bootstrap step (join, send, receive, all-gather, barrier) may take before it fails; mscclppSetBootstrapConnTimeout overrides it",
+		Name: "MSCCLPP_BOOTSTRAP_TIMEOUT", Default: 30 * time.Second, parse: parseSeconds(MaxTimeout),
+		Doc: "seconds a bootstrap step (join, send, receive, all-gather, barrier) may take before it fails, 1 to 86400 (a day: no step should wait longer, and larger values would overflow); mscclppSetBootstrapConnTimeout overrides it",
 	}
 	NCCLLibrary = &Var[string]{
 		Name: "MSCCLPP_NCCL_LIBRARY", Default: "libnccl.so.2", parse: parseString,
@@ -195,15 +222,15 @@ var (
 	}
 	CollMaxSpins = &Var[int64]{
 		Name: "MSCCLPP_COLL_MAX_SPINS", Default: 1 << 30, parse: parseSpins,
-		Doc: "polls a collective's kernel makes of one flag or semaphore for a peer before it gives up (the kernel ends, the CUDA context unharmed, and the communicator reports a timeout instead of hanging on a frozen peer; the default is minutes); -1 waits for ever; read when a collective communicator is created",
+		Doc: "polls a collective's kernel makes of one flag or semaphore for a peer before it gives up (the kernel ends, the CUDA context unharmed, and the communicator reports a timeout instead of hanging on a frozen peer; the default is minutes); 1 to 2^40 (about a thousand times the default), or -1 to wait for ever; read when a collective communicator is created",
 	}
 	CollMaxBlocks = &Var[int64]{
 		Name: "MSCCLPP_COLL_MAX_BLOCKS", Default: 0, parse: parseBlocks,
-		Doc: "the most thread blocks one collective call launches, to leave SMs to other kernels or to let the calls of several collective communicators that overlap on a GPU all fit at once; 0, the default, sets no limit beyond the GPUs' own; the ranks use the smallest limit any of them sets; read when a collective communicator is created",
+		Doc: "the most thread blocks one collective call launches, 2 to 1024 (a call launches at most 128 blocks anyway), to leave SMs to other kernels or to let the calls of several collective communicators that overlap on a GPU all fit at once; 0, the default, sets no limit beyond the GPUs' own; the ranks use the smallest limit any of them sets; read when a collective communicator is created",
 	}
 	ProxyTrace = &Var[int64]{
-		Name: "MSCCLPP_PROXY_TRACE", Default: 0, parse: parseCount,
-		Doc: "for diagnosis: the copy-engine proxies time every copy on the GPU and log, at each of their first N flushes, when each copy since the previous one started and how long it took (level INFO); 0, the default, times nothing",
+		Name: "MSCCLPP_PROXY_TRACE", Default: 0, parse: parseFlushes,
+		Doc: "for diagnosis: the copy-engine proxies time every copy on the GPU and log, at each of their first N flushes, when each copy since the previous one started and how long it took (level INFO); 0, the default, times nothing; at most 1000000",
 	}
 	CUDALibrary = &Var[string]{
 		Name: "MSCCLPP_CUDA_LIBRARY", Default: "libcuda.so.1", parse: parseString,
@@ -222,8 +249,8 @@ var (
 		Doc: "the libfabric domain (NIC or interface, as fi_info names it: mlx5_0, eth0, lo) of network connections; empty lets the provider choose",
 	}
 	NetTimeout = &Var[time.Duration]{
-		Name: "MSCCLPP_NET_TIMEOUT", Default: 30 * time.Second, parse: parseSeconds,
-		Doc: "how long a write over libfabric may wait for the provider to take it (a peer that stopped, a full queue that never drains) before it fails with a timeout naming the peer",
+		Name: "MSCCLPP_NET_TIMEOUT", Default: 30 * time.Second, parse: parseSeconds(MaxTimeout),
+		Doc: "how long a write over libfabric may wait for the provider to take it (a peer that stopped, a full queue that never drains) before it fails with a timeout naming the peer; 1 to 86400 seconds (a day: no write should wait longer, and larger values would overflow)",
 	}
 	HostID = &Var[string]{
 		Name: "MSCCLPP_HOSTID", Default: "", parse: parseString,

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -141,4 +143,79 @@ func TestReadEnvironmentWith(t *testing.T) {
 	CollMaxBlocks.Reset()
 	t.Cleanup(CollMaxBlocks.Reset)
 	assert.Equal(t, int64(24), CollMaxBlocks.Get())
+}
+
+// probe reads one variable whatever its type.
+type probe struct {
+	name  string
+	get   func() any
+	reset func()
+}
+
+func probeOf[T any](v *Var[T]) probe {
+	return probe{v.Name, func() any { return v.Get() }, v.Reset}
+}
+
+// TestNumericBounds: every numeric variable takes the values within its documented bounds, with
+// an INFO override line; a value outside them, one too large for any integer (which used to wrap
+// to a negative or tiny timeout) or a malformed one gives the default and a WARN line naming the
+// variable, through the logger SetLogger set.
+func TestNumericBounds(t *testing.T) {
+	bootstrap, net := probeOf(BootstrapTimeout), probeOf(NetTimeout)
+	spins, blocks, trace := probeOf(CollMaxSpins), probeOf(CollMaxBlocks), probeOf(ProxyTrace)
+	tests := []struct {
+		v    probe
+		env  string
+		want any
+		warn bool // out of range or malformed: the default, with a WARN
+	}{
+		{bootstrap, "1", time.Second, false},
+		{bootstrap, "86400", 24 * time.Hour, false},
+		{bootstrap, "86401", 30 * time.Second, true},
+		{bootstrap, "9999999999", 30 * time.Second, true},  // was a negative duration
+		{bootstrap, "18446744074", 30 * time.Second, true}, // was 0.29 s
+		{bootstrap, "99999999999999999999", 30 * time.Second, true},
+		{bootstrap, "0", 30 * time.Second, true},
+		{bootstrap, "1.5", 30 * time.Second, true},
+		{net, "86400", 24 * time.Hour, false},
+		{net, "9999999999", 30 * time.Second, true},
+		{net, "-1", 30 * time.Second, true},
+		{spins, "1099511627776", int64(1 << 40), false},
+		{spins, "1099511627777", int64(1 << 30), true},
+		{spins, "9223372036854775807", int64(1 << 30), true},
+		{spins, "9223372036854775808", int64(1 << 30), true},
+		{spins, "-1", int64(-1), false},
+		{blocks, "1024", int64(1024), false},
+		{blocks, "1025", int64(0), true},
+		{blocks, "4294967298", int64(0), true}, // 2 in the 32 bits the ranks exchange
+		{trace, "1000000", int64(1000000), false},
+		{trace, "1000001", int64(0), true},
+		{trace, "18446744073709551615", int64(0), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.v.name+"="+tc.env, func(t *testing.T) {
+			var logged bytes.Buffer
+			prev := loggerFunc.Load()
+			SetLogger(func() *slog.Logger {
+				return slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			})
+			t.Cleanup(func() { loggerFunc.Store(prev) })
+			t.Setenv(tc.v.name, tc.env)
+			tc.v.reset()
+			t.Cleanup(tc.v.reset)
+
+			assert.Equal(t, tc.want, tc.v.get())
+			tc.v.get() // cached: logs nothing more
+			lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+			require.Len(t, lines, 1, "one line per variable: %q", logged.String())
+			assert.Contains(t, lines[0], "var="+tc.v.name)
+			if tc.warn {
+				assert.Contains(t, lines[0], "level=WARN")
+				assert.Contains(t, lines[0], "out of range or malformed")
+			} else {
+				assert.Contains(t, lines[0], "level=INFO")
+				assert.Contains(t, lines[0], "environment override")
+			}
+		})
+	}
 }

@@ -94,9 +94,15 @@ func TestSlogDefaultUntouched(t *testing.T) {
 	config.CollMaxSpins.Reset()
 	t.Cleanup(config.CollMaxSpins.Reset)
 	assert.Equal(t, config.CollMaxSpins.Default, config.CollMaxSpins.Get())
+	t.Setenv(config.BootstrapTimeout.Name, "9999999999") // out of range: once a negative duration
+	config.BootstrapTimeout.Reset()
+	t.Cleanup(config.BootstrapTimeout.Reset)
+	assert.Equal(t, config.BootstrapTimeout.Default, config.BootstrapTimeout.Get())
 	lines := got()
-	require.Len(t, lines, 2, "%q", lines)
+	require.Len(t, lines, 3, "%q", lines)
 	assert.Contains(t, lines[0], "INFO library line")
-	assert.Contains(t, lines[1], "WARN malformed environment variable")
-	assert.Contains(t, lines[1], config.CollMaxSpins.Name)
+	for i, name := range []string{config.CollMaxSpins.Name, config.BootstrapTimeout.Name} {
+		assert.Contains(t, lines[1+i], "WARN environment variable out of range or malformed")
+		assert.Contains(t, lines[1+i], name)
+	}
 }

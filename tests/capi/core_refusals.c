@@ -94,6 +94,8 @@ static void nullRefusals(void) {
   EXPECT_REFUSED(mscclppBootstrapCreateFromId(NULL, 0, 1, id), mscclppInvalidArgument, "bootstrap is NULL");
   EXPECT_REFUSED(mscclppBootstrapCreateFromId(&b, 1, 1, id), mscclppInvalidArgument, "out of range");
   EXPECT_REFUSED(mscclppBootstrapCreateFromId(&b, 0, 0, id), mscclppInvalidArgument, "nranks is 0");
+  EXPECT_REFUSED(mscclppBootstrapCreateFromId(&b, 0, 2000000, id), mscclppInvalidArgument,
+                 "nranks is 2000000, want 1 to 1048576");
   EXPECT_REFUSED(mscclppBootstrapCreate(NULL, 0, 1, "127.0.0.1:1"), mscclppInvalidArgument, "bootstrap is NULL");
   EXPECT_REFUSED(mscclppBootstrapCreate(&b, 0, 1, NULL), mscclppInvalidArgument, "ifIpPort is NULL");
   expect(b == NULL, "refused bootstrap create leaves NULL");
@@ -198,6 +200,17 @@ static void liveAndReleasedRefusals(void) {
   EXPECT_REFUSED(mscclppBootstrapAllGatherBytes(b, NULL, 4), mscclppInvalidArgument, "data is NULL");
   EXPECT_REFUSED(mscclppBootstrapSend(b, buf, 4, 3, 0), mscclppInvalidArgument, "peer 3");
   EXPECT_REFUSED(mscclppBootstrapSend(b, buf, 4, 0, -1), mscclppInvalidArgument, "tag");
+  /* Sizes beyond a message's 2^30 bytes: refused at once, no slice made, no wait. */
+  EXPECT_REFUSED(mscclppBootstrapSend(b, buf, SIZE_MAX, 0, 0), mscclppInvalidArgument, "a bootstrap message carries");
+  EXPECT_REFUSED(mscclppBootstrapRecv(b, buf, SIZE_MAX, 0, 0), mscclppInvalidArgument, "a bootstrap message carries");
+  EXPECT_REFUSED(mscclppBootstrapAllGatherBytes(b, buf, SIZE_MAX), mscclppInvalidArgument,
+                 "a bootstrap message carries");
+  EXPECT_REFUSED(mscclppBootstrapSend(b, buf, ((size_t)1 << 30) + 1, 0, 0), mscclppInvalidArgument,
+                 "a bootstrap message carries");
+  double start = now();
+  EXPECT_REFUSED(mscclppBootstrapRecv(b, buf, ((size_t)1 << 30) + 1, 0, 0), mscclppInvalidArgument,
+                 "a bootstrap message carries");
+  expect(now() - start < 1, "Recv of more than 2^30 bytes is refused at once, not after the timeout");
 
   /* Endpoints: no GPU here; IB is not available; CPU endpoints are. */
   EXPECT_REFUSED(mscclppEndpointCreate(ctx, mscclppTransportP2P, mscclppDeviceGPU, 0, NULL), mscclppInvalidArgument,

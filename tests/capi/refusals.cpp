@@ -5,6 +5,7 @@
 #include <mscclpp.h>
 
 #include <chrono>
+#include <climits>
 #include <thread>
 #include <cstdio>
 #include <cstring>
@@ -88,6 +89,10 @@ int main() {
                 "out of range");
   expectRefused([&] { return mscclppSetBootstrapConnTimeout(0); }, mscclppInvalidArgument, "SetBootstrapConnTimeout(0)",
                 "timeout is 0");
+  expectRefused([&] { return mscclppSetBootstrapConnTimeout(86401); }, mscclppInvalidArgument,
+                "SetBootstrapConnTimeout(86401)", "want 1 to 86400");
+  expectRefused([&] { return mscclppSetBootstrapConnTimeout(INT_MAX); }, mscclppInvalidArgument,
+                "SetBootstrapConnTimeout(INT_MAX)", "want 1 to 86400");
 
   // Nobody listens at the root's address: after retrying until the timeout, a system error that
   // names the address.
