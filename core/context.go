@@ -289,15 +289,11 @@ func (c *Context) registerStaged(ptr cuda.DevicePtr, size uint64, ordinal int, t
 		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
 	}
 	var base cuda.DevicePtr
-	err = g.do(func() error {
-		var allocSize int
+	if err := g.do(func() error {
 		var err error
-		if base, allocSize, err = cuda.MemGetAddressRange(ptr); err != nil {
-			return err
-		}
-		return checkWithin(ptr, size, base, uint64(allocSize))
-	})
-	if err != nil {
+		base, err = allocationBase(ptr, size)
+		return err
+	}); err != nil {
 		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
 	}
 	n, err := c.fabric(t)
@@ -331,12 +327,8 @@ func (c *Context) register(ptr cuda.DevicePtr, size uint64, ordinal int, t Trans
 	var handle cuda.IpcMemHandle
 	var base cuda.DevicePtr
 	err = g.do(func() error {
-		var allocSize int
 		var err error
-		if base, allocSize, err = cuda.MemGetAddressRange(ptr); err != nil {
-			return err
-		}
-		if err := checkWithin(ptr, size, base, uint64(allocSize)); err != nil {
+		if base, err = allocationBase(ptr, size); err != nil {
 			return err
 		}
 		id, err := cuda.PointerBufferID(base)
@@ -388,6 +380,16 @@ func (c *Context) registerHost(ptr cuda.DevicePtr, size uint64, t Transport) (Re
 		data: ptr, size: size, transport: t, origin: thisProcess(),
 		addr: ptr, handle: h, mappedOn: notMapped,
 	}, nil
+}
+
+// allocationBase returns the base of the allocation that holds [ptr, ptr+size), refusing a range
+// that runs past it. The GPU's context is current.
+func allocationBase(ptr cuda.DevicePtr, size uint64) (cuda.DevicePtr, error) {
+	base, allocSize, err := cuda.MemGetAddressRange(ptr)
+	if err != nil {
+		return 0, err
+	}
+	return base, checkWithin(ptr, size, base, uint64(allocSize))
 }
 
 // checkWithin refuses [ptr, ptr+size) outside the allocation [base, base+allocSize).

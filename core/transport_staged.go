@@ -196,8 +196,8 @@ func (l *stagedLink) write(dst RegisteredMemory, dstOff uint64, src RegisteredMe
 	if err != nil {
 		return err
 	}
-	if !isStaged(src) {
-		return fmt.Errorf("source %v is not GPU memory registered for %v: %w", src, l.net.transport, errs.ErrInvalidArgument)
+	if !isStaged(src) || !src.origin.sameProcess(thisProcess()) {
+		return fmt.Errorf("source %v is not GPU memory of this process registered for %v: %w", src, l.net.transport, errs.ErrInvalidArgument)
 	}
 	for done := uint64(0); done < n; {
 		chunk := min(n-done, stagedChunkBytes)

@@ -217,7 +217,8 @@ static void liveAndReleasedRefusals(void) {
                  "endpoint is NULL");
   expectResult(mscclppEndpointCreate(ctx, mscclppTransportP2P, mscclppDeviceGPU, 0, &ep), mscclppUnhandledCudaError,
                "EndpointCreate(GPU 0) without a GPU");
-  EXPECT_REFUSED(mscclppEndpointCreate(ctx, mscclppTransportIB, mscclppDeviceGPU, 0, &ep), mscclppInvalidUsage, "IB");
+  expectResult(mscclppEndpointCreate(ctx, mscclppTransportIB, mscclppDeviceGPU, 0, &ep), mscclppUnhandledCudaError,
+               "EndpointCreate(IB, GPU 0) without a GPU (its memory would be staged through host buffers)");
   EXPECT_REFUSED(mscclppEndpointCreate(ctx, mscclppTransportP2P, (mscclppDeviceType_t)7, 0, &ep),
                  mscclppInvalidArgument, "device type 7");
   memset(&ep, 0, sizeof(ep));
