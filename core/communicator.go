@@ -41,6 +41,7 @@ type Communicator struct {
 
 	mu        sync.Mutex
 	turns     map[turnKey]chan struct{} // the latest call per key; closed when it is done exchanging
+	turnDone  *sync.Cond                // on mu: broadcast when a call is done exchanging
 	peerHosts map[int]uint64            // the host of each rank an endpoint came from (Connect)
 }
 
@@ -103,7 +104,9 @@ type turnKey struct {
 
 // NewCommunicator returns a communicator over b, building its objects in ctx.
 func NewCommunicator(b *bootstrap.TCP, ctx *Context) *Communicator {
-	return &Communicator{b: b, ctx: ctx, turns: map[turnKey]chan struct{}{}}
+	c := &Communicator{b: b, ctx: ctx, turns: map[turnKey]chan struct{}{}}
+	c.turnDone = sync.NewCond(&c.mu)
+	return c
 }
 
 // Bootstrap returns the communicator's bootstrap.
@@ -148,12 +151,13 @@ func (c *Communicator) Connect(cfg EndpointConfig, remoteRank, tag int) Future[*
 
 // forPeer returns mem as remoteRank can use it: memory of this process registered for CUDA IPC,
 // sent to a rank that Connect found on another host, is registered again for the network (its
-// GPU memory then goes staged through host buffers); anything else is mem itself.
+// GPU memory then goes staged through host buffers); anything else is mem itself. It waits for
+// the Connects with the rank in flight; with none ever made, the memory goes as it is.
 func (c *Communicator) forPeer(mem RegisteredMemory, remoteRank int) (RegisteredMemory, error) {
-	c.mu.Lock()
-	host, known := c.peerHosts[remoteRank]
-	c.mu.Unlock()
-	if !known || mem.transport != TransportP2P || host == mem.origin.host || !mem.origin.sameProcess(thisProcess()) {
+	if mem.transport != TransportP2P || !mem.origin.sameProcess(thisProcess()) {
+		return mem, nil
+	}
+	if host, known := c.peerHost(remoteRank); !known || host == mem.origin.host {
 		return mem, nil
 	}
 	return c.ctx.RegisterMemory(mem.addr, mem.size, TransportIB)
@@ -209,7 +213,8 @@ func (c *Communicator) BuildSemaphore(conn *Connection, remoteRank, tag int) Fut
 
 // SendMemory sends mem to remoteRank, whose RecvMemory from this rank with the same tag gets it
 // (registered again for the network first when it is CUDA IPC memory and Connect found the rank
-// on another host).
+// on another host: so SendMemory of CUDA IPC memory waits for the Connects with that rank in
+// flight, and a program must not make the peer's Connect wait for this memory).
 func (c *Communicator) SendMemory(mem RegisteredMemory, remoteRank, tag int) Future[struct{}] {
 	return start(c, turnKey{kind: kindMemory, peer: remoteRank, tag: tag}, func(x *exchange) (struct{}, error) {
 		mem, err := c.forPeer(mem, remoteRank)
@@ -272,7 +277,32 @@ func (c *Communicator) takeTurn(key turnKey) (prev <-chan struct{}, done func())
 		if c.turns[key] == mine {
 			delete(c.turns, key)
 		}
+		c.turnDone.Broadcast()
 	}
+}
+
+// peerHost returns the host of remoteRank as a Connect with it found, waiting for the Connects
+// with it in flight (a program may start SendMemory right after Connect, before either is done);
+// known is false when no Connect with the rank has told it.
+func (c *Communicator) peerHost(remoteRank int) (host uint64, known bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		if host, known = c.peerHosts[remoteRank]; known || !c.connecting(remoteRank) {
+			return host, known
+		}
+		c.turnDone.Wait()
+	}
+}
+
+// connecting reports whether a Connect with remoteRank is in flight. c.mu is held.
+func (c *Communicator) connecting(remoteRank int) bool {
+	for key := range c.turns {
+		if key.kind == kindEndpoint && key.peer == remoteRank {
+			return true
+		}
+	}
+	return false
 }
 
 // exchange is one call's traffic with its peer.
