@@ -275,6 +275,20 @@ if [ -x "$torch" ] && wanted "torch"; then
 		"${TORCH_SKIPS:-}"
 fi
 
+# 7. Across hosts on one machine: each rank is a host of its own (MSCCLPP_HOSTID), so the
+# Communicator replaces CUDA IPC by the network (libfabric tcp) and GPU memory goes staged through
+# host buffers, port channels through the proxy's routes; the program is unchanged.
+if wanted "across hosts"; then
+	src=examples/tutorials/bidir_port_channel/main.cu
+	if build_cuda "$src" "$bin/bidir_port_channel"; then
+		run "across hosts: bidir_port_channel, each rank its own host, tcp, staged" 300 env MSCCLPP_NET_PROVIDER=tcp \
+			$mpirun -x MSCCLPP_NET_PROVIDER -np "$np" bash -c 'MSCCLPP_HOSTID=gpu-test-host-$OMPI_COMM_WORLD_RANK exec "$0"' \
+			"$bin/bidir_port_channel"
+	else
+		result "build bidir_port_channel" 1
+	fi
+fi
+
 echo "gpu-test: $passed passed, $failed failed, $skipped skipped"
 for f in "${skips[@]}"; do echo "  skipped: $f"; done
 for f in "${failures[@]}"; do echo "  failed: $f"; done
