@@ -111,12 +111,13 @@ int main(int argc, char** argv) {
   CHECK_MSCCLPP(mscclppFutureGetSemaphore(semaFuture, &sema));
   for (mscclppFuture_t f : {connFuture, sendFuture, recvFuture, semaFuture}) CHECK_MSCCLPP(mscclppFutureDestroy(f));
 
-  // The peer's buffer is mapped here now: check that it has the size the peer registered.
+  // The peer's buffer has the size the peer registered. (On one host it is mapped here; across
+  // hosts the port channel reaches it through the connection and its address here is NULL.)
   void* remotePtr = nullptr;
   size_t remoteSize = 0;
   CHECK_MSCCLPP(mscclppMemoryData(remoteMem, &remotePtr, &remoteSize));
-  if (remotePtr == nullptr || remoteSize != bufferBytes) {
-    example::fail("the peer's memory is mapped at %p with %zu bytes, expected %llu bytes", remotePtr, remoteSize,
+  if (remoteSize != bufferBytes) {
+    example::fail("the peer's memory has %zu bytes, expected %llu bytes", remoteSize,
                   static_cast<unsigned long long>(bufferBytes));
   }
 
