@@ -486,6 +486,8 @@ func (e *Endpoint) Flush(ctx context.Context) error {
 
 // Close closes the endpoint; writes in flight are dropped.
 func (e *Endpoint) Close() error {
+	e.deliver.Lock() // a message being handled keeps its buffer until the handler returns
+	defer e.deliver.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.c == nil {
