@@ -119,17 +119,12 @@ func (b *TCP) watchOutbound(c *net.TCPConn, peer int) {
 	b.notePeerFailure(peer, fmt.Errorf("%w: outgoing link: %v", ErrPeerClosed, err))
 }
 
-// acceptLoop accepts peers' connections until the listener closes.
+// acceptLoop accepts peers' connections until the listener closes; transient accept errors are
+// retried (acceptConns).
 func (b *TCP) acceptLoop() {
-	for {
-		c, err := b.ln.AcceptTCP()
-		if err != nil {
-			return
-		}
-		if !b.group.add(c) || !b.group.start(func() { b.serveInbound(c) }) {
-			return
-		}
-	}
+	acceptConns(b.ln, b.log, &b.acceptErr, func(c *net.TCPConn) bool {
+		return b.group.add(c) && b.group.start(func() { b.serveInbound(c) })
+	})
 }
 
 // serveInbound checks a peer connection's handshake and then delivers its frames to the

@@ -40,6 +40,7 @@ type Root struct {
 	done      chan struct{} // closed when serve returns
 	err       error         // serve's result; written before done is closed
 	closeOnce sync.Once
+	acceptErr acceptFailure // the last accept error, named when ranks never joined
 }
 
 // NewRoot starts a root listening on an ephemeral port of the chosen interface's address (see
@@ -151,7 +152,11 @@ func (r *Root) serve() {
 			if nranks != 0 {
 				detail = fmt.Sprintf("ranks %s of %d never joined", missingRanks(joined, nranks), nranks)
 			}
-			r.err = r.abort(joined, nil, codeTimeout, detail+" within "+r.timeout.String())
+			detail += " within " + r.timeout.String()
+			if err := r.acceptErr.get(); err != nil {
+				detail += " (the root could not accept every connection: " + err.Error() + ")"
+			}
+			r.err = r.abort(joined, nil, codeTimeout, detail)
 			return
 		case <-r.stop:
 			r.abort(joined, nil, codeAborted, "root closed before all ranks joined")
@@ -205,17 +210,12 @@ func writeReply(c *net.TCPConn, msg []byte) error {
 	return err
 }
 
-// acceptLoop accepts connections until the listener closes and reads each one's hello in its own goroutine.
+// acceptLoop accepts connections until the listener closes and reads each one's hello in its own
+// goroutine; transient accept errors are retried (acceptConns).
 func (r *Root) acceptLoop(hellos chan<- arrival) {
-	for {
-		c, err := r.ln.AcceptTCP()
-		if err != nil {
-			return
-		}
-		if !r.group.add(c) || !r.group.start(func() { r.readHello(c, hellos) }) {
-			return
-		}
-	}
+	acceptConns(r.ln, r.log, &r.acceptErr, func(c *net.TCPConn) bool {
+		return r.group.add(c) && r.group.start(func() { r.readHello(c, hellos) })
+	})
 }
 
 // readHello reads c's hello and hands c to serve if it carries the job's magic and version;

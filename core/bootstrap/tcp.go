@@ -35,6 +35,7 @@ type TCP struct {
 	timeout      time.Duration // Options.Timeout; zero: the configuration's, read by each operation
 	log          *slog.Logger
 	ln           *net.TCPListener
+	acceptErr    acceptFailure    // the last error accepting a peer's connection
 	addr         netip.AddrPort   // this rank's listening address
 	peers        []netip.AddrPort // every rank's listening address, filled in by Join
 	out          []*outLink       // outgoing link to each peer, dialed on first Send
@@ -298,6 +299,9 @@ func (b *TCP) ctxErr(ctx context.Context, what string) error {
 	case b.closed.Load():
 		return ErrClosed
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		if err := b.acceptErr.get(); err != nil { // a peer's connection may be among those refused
+			return fmt.Errorf("%w: %s (this rank could not accept every connection: %v)", ErrTimeout, what, err)
+		}
 		return fmt.Errorf("%w: %s", ErrTimeout, what)
 	default:
 		return fmt.Errorf("%w: %s: %w", ErrCanceled, what, ctx.Err())
