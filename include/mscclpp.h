@@ -189,7 +189,8 @@ mscclppResult_t mscclppGetUniqueId(mscclppUniqueId* uniqueId);
 
 /* Creates the communicator of rank `rank` among `nranks`, meeting at ipPortPair ("ip:port", where rank 0
  * listens). Collective; blocks until all ranks have joined or the bootstrap timeout expires.
- * nranks and ipPortPair must match on all ranks; ranks must be distinct in [0, nranks). comm: receives it. */
+ * nranks and ipPortPair must match on all ranks; ranks must be distinct in [0, nranks). comm: receives it.
+ * Where others can reach the address, set MSCCLPP_BOOTSTRAP_KEY alike on every rank (docs/CONFIG.md). */
 mscclppResult_t mscclppCommInitRank(mscclppComm_t* comm, int nranks, const char* ipPortPair, int rank);
 
 /* Like mscclppCommInitRank, but meets through an id from mscclppGetUniqueId. Collective; blocks until all

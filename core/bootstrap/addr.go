@@ -70,12 +70,17 @@ func parseAddr(s string) (netip.AddrPort, string, error) {
 }
 
 // magicForAddr derives the job's magic from its root address for JoinAddr, where the ranks share
-// nothing but the address: it is the 64-bit FNV-1a hash of "mscclpp-bootstrap:" followed by the
-// canonical "ip:port". Jobs on different addresses get different magics; two jobs reusing one
-// address in turn share a magic, which is harmless because the root serves one job at a time.
-func magicForAddr(root netip.AddrPort) uint64 {
+// nothing but the address and, optionally, a key: it is the 64-bit FNV-1a hash of
+// "mscclpp-bootstrap:" followed by the canonical "ip:port", and by a NUL and the key when there is
+// one. Jobs on different addresses get different magics; two jobs reusing one address in turn
+// share a magic, which is harmless because the root serves one job at a time. Without a key, any
+// process that knows the address can compute the magic.
+func magicForAddr(root netip.AddrPort, key string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte("mscclpp-bootstrap:" + root.String()))
+	if key != "" {
+		h.Write([]byte("\x00" + key))
+	}
 	return h.Sum64()
 }
 

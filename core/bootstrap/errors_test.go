@@ -3,10 +3,12 @@ package bootstrap
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -260,18 +262,39 @@ func TestRankOutOfRange(t *testing.T) {
 		requireErr(t, ranks[0].RecvInto(ctx, peer, 0, nil), ErrRankOutOfRange, errs.ErrInvalidArgument)
 	}
 
-	// Checked by the root: a client with the right magic claims rank 5 of 4.
-	root, _ := newJob(t, quiet(5*time.Second))
-	c := rawDial(t, root.addr)
-	_, err := c.Write(encodeHello(hello{magic: root.magic, version: protocolVersion, rank: 5, nranks: 4,
-		addr: netip.MustParseAddrPort("127.0.0.1:1")}))
-	require.NoError(t, err)
-	requireErr(t, root.Wait(), ErrRankOutOfRange, errs.ErrInvalidArgument, "rank 5 of 4")
-	reply, err := io.ReadAll(c)
-	require.NoError(t, err)
-	h, err := decodeReplyHeader(reply[:replyHeaderBytes])
-	require.NoError(t, err)
-	require.Equal(t, codeRankOutOfRange, h.code)
+	// Checked by the root: clients with the right magic claim rank 5 of 4, and (once the job's
+	// size is known) rank 3 of a job of 2. Each costs only its own connection, which gets the
+	// error; the real ranks then join and the job runs (before, one such hello aborted the job).
+	logs := &testutil.LogBuffer{}
+	opts := Options{Timeout: 10 * time.Second, Logger: logs.Logger(slog.LevelDebug)}
+	root, join := newJob(t, opts)
+	joined := make(chan error, 1)
+	go func() { // rank 0 first, so that the root knows the job's size
+		b, err := join(0, 2)
+		if err == nil {
+			t.Cleanup(func() { b.Close() })
+		}
+		joined <- err
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "bootstrap rank joined") }, 5*time.Second, time.Millisecond)
+	for _, claim := range []struct{ rank, nranks int }{{5, 4}, {3, 2}} {
+		c := rawDial(t, root.addr)
+		_, err := c.Write(encodeHello(hello{magic: root.magic, version: protocolVersion, rank: claim.rank, nranks: claim.nranks,
+			addr: netip.MustParseAddrPort("127.0.0.1:1")}))
+		require.NoError(t, err)
+		reply, err := io.ReadAll(c)
+		require.NoError(t, err)
+		h, err := decodeReplyHeader(reply[:replyHeaderBytes])
+		require.NoError(t, err)
+		require.Equal(t, codeRankOutOfRange, h.code)
+		assert.Contains(t, string(reply[replyHeaderBytes:]), fmt.Sprintf("claims rank %d of %d", claim.rank, claim.nranks))
+	}
+	b1, err := join(1, 2)
+	require.NoError(t, err, "the job goes on")
+	defer b1.Close()
+	require.NoError(t, <-joined)
+	require.NoError(t, root.Wait())
+	assert.Contains(t, logs.String(), "refused a connection")
 }
 
 func TestPeerClosedMidRecv(t *testing.T) {
@@ -503,4 +526,41 @@ func TestPeerFailed(t *testing.T) {
 	require.NoError(t, ranks[0].Close())
 	time.Sleep(50 * time.Millisecond)
 	require.NoError(t, ranks[1].PeerErr())
+}
+
+// TestJoinAddrKey: in ip:port mode with a key (Options.Key, MSCCLPP_BOOTSTRAP_KEY), a process
+// that knows only the address computes the keyless magic; its hello claiming a real rank before
+// that rank arrives is refused (its connection only), and the real rank, with the key, then joins.
+// Without a key the same hello would take the rank's slot.
+func TestJoinAddrKey(t *testing.T) {
+	port := freePort(t, "127.0.0.1")
+	addr := hostPort("127.0.0.1", port)
+	logs := &testutil.LogBuffer{}
+	opts := Options{Timeout: 10 * time.Second, Key: "s3cret", Logger: logs.Logger(slog.LevelDebug)}
+	first := make(chan error, 1)
+	go func() {
+		b, err := JoinAddr(context.Background(), addr, 0, 2, opts)
+		if err == nil {
+			t.Cleanup(func() { b.Close() })
+		}
+		first <- err
+	}()
+	root := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
+	var c *net.TCPConn
+	require.Eventually(t, func() bool {
+		conn, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(root))
+		c = conn
+		return err == nil
+	}, 5*time.Second, time.Millisecond, "rank 0's root never listened")
+	defer c.Close()
+	_, err := c.Write(encodeHello(hello{magic: magicForAddr(root, ""), version: protocolVersion, rank: 1, nranks: 2,
+		addr: netip.MustParseAddrPort("127.0.0.1:1")}))
+	require.NoError(t, err)
+	_, _ = io.ReadAll(c) // the root closes the stranger's connection
+	assert.Contains(t, logs.String(), "magic")
+
+	b1, err := JoinAddr(context.Background(), addr, 1, 2, opts)
+	require.NoError(t, err, "the real rank 1 joins: the stranger did not take its slot")
+	defer b1.Close()
+	require.NoError(t, <-first)
 }

@@ -20,6 +20,8 @@ type Options struct {
 	Timeout time.Duration
 	// Interface names the network interface whose address is listened on and advertised.
 	Interface string
+	// Key, for JoinAddr, is the job's secret, mixed into its magic; empty: MSCCLPP_BOOTSTRAP_KEY.
+	Key string
 	// Logger receives the package's log records.
 	Logger *slog.Logger
 }

@@ -129,8 +129,11 @@ func (r *Root) serve() {
 			var code errorCode
 			var detail string
 			switch {
-			case h.nranks < 1 || h.nranks > maxRanks || h.rank >= h.nranks:
-				code, detail = codeRankOutOfRange, fmt.Sprintf("a rank at %s claims rank %d of %d", h.addr, h.rank, h.nranks)
+			case h.nranks < 1 || h.nranks > maxRanks || h.rank >= h.nranks || nranks != 0 && h.rank >= nranks:
+				// No rank of this job: it costs only its own connection (a stranger that knows the
+				// magic, or a misconfigured process), never the job.
+				r.refuse(a, codeRankOutOfRange, fmt.Sprintf("a client at %s claims rank %d of %d", a.conn.RemoteAddr(), h.rank, h.nranks))
+				continue
 			case nranks != 0 && h.nranks != nranks:
 				code, detail = codeNranksMismatch, fmt.Sprintf("rank %d says nranks=%d but rank %d says nranks=%d", h.rank, h.nranks, nranksFrom, nranks)
 			default:
@@ -181,6 +184,16 @@ func (r *Root) serve() {
 		return
 	}
 	r.log.Info("bootstrap root served all ranks", "nranks", nranks)
+}
+
+// refuse answers one connection whose hello names no rank of the job with an error reply, logs
+// it at WARN with the client's address and closes it; the job goes on.
+func (r *Root) refuse(a arrival, code errorCode, detail string) {
+	r.log.Warn("bootstrap root refused a connection", "remote", a.conn.RemoteAddr().String(), "reason", detail)
+	if err := writeReply(a.conn, encodeReply(replyError, code, []byte(detail))); err != nil {
+		r.log.Debug("bootstrap root could not answer a refused connection", "err", err)
+	}
+	r.group.drop(a.conn)
 }
 
 // abort tells every joined rank, and extra if not nil, that the job failed with code, and

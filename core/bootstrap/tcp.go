@@ -78,7 +78,9 @@ func Join(ctx context.Context, id UniqueID, rank, nranks int, opts Options) (*TC
 // interface named in addr is where this rank listens and advertises its address; it wins over
 // Options.Interface and MSCCLPP_SOCKET_IFNAME. Since the ranks share nothing but the address,
 // the job's magic is derived from it: it is the 64-bit FNV-1a hash of "mscclpp-bootstrap:"
-// followed by the canonical "ip:port" (the interface name is not part of it). Deadlines are as
+// followed by the canonical "ip:port" (the interface name is not part of it), and by the job's
+// key (Options.Key, else MSCCLPP_BOOTSTRAP_KEY) when it has one: without a key, any process that
+// can reach the address can join or talk to the ranks. Deadlines are as
 // for Join, and rank 0's root gives up slightly before rank 0 does.
 func JoinAddr(ctx context.Context, addr string, rank, nranks int, opts Options) (*TCP, error) {
 	if err := checkRank(rank, nranks); err != nil {
@@ -88,7 +90,11 @@ func JoinAddr(ctx context.Context, addr string, rank, nranks int, opts Options) 
 	if err != nil {
 		return nil, &errs.OpError{Op: "bootstrap join", Rank: rank, Peer: errs.NoRank, Err: err}
 	}
-	return join(ctx, root, magicForAddr(root), ifname, rank == 0, rank, nranks, opts)
+	key := opts.Key
+	if key == "" {
+		key = config.BootstrapKey.Get()
+	}
+	return join(ctx, root, magicForAddr(root, key), ifname, rank == 0, rank, nranks, opts)
 }
 
 func checkRank(rank, nranks int) error {

@@ -51,10 +51,13 @@ func TestParseAddr(t *testing.T) {
 }
 
 func TestMagicForAddr(t *testing.T) {
-	a := magicForAddr(netip.MustParseAddrPort("10.0.0.1:5000"))
-	assert.Equal(t, a, magicForAddr(netip.MustParseAddrPort("10.0.0.1:5000")), "deterministic")
-	assert.NotEqual(t, a, magicForAddr(netip.MustParseAddrPort("10.0.0.1:5001")))
-	assert.NotEqual(t, a, magicForAddr(netip.MustParseAddrPort("10.0.0.2:5000")))
+	a := magicForAddr(netip.MustParseAddrPort("10.0.0.1:5000"), "")
+	assert.Equal(t, a, magicForAddr(netip.MustParseAddrPort("10.0.0.1:5000"), ""), "deterministic")
+	assert.NotEqual(t, a, magicForAddr(netip.MustParseAddrPort("10.0.0.1:5001"), ""))
+	assert.NotEqual(t, a, magicForAddr(netip.MustParseAddrPort("10.0.0.2:5000"), ""))
+	keyed := magicForAddr(netip.MustParseAddrPort("10.0.0.1:5000"), "s3cret")
+	assert.NotEqual(t, a, keyed, "a key changes the magic")
+	assert.NotEqual(t, keyed, magicForAddr(netip.MustParseAddrPort("10.0.0.1:5000"), "s3cres"))
 }
 
 func TestUniqueID(t *testing.T) {

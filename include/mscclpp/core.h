@@ -55,7 +55,8 @@ typedef struct mscclppBootstrap_s* mscclppBootstrap_t;
 mscclppResult_t mscclppBootstrapCreateUniqueId(mscclppUniqueId* id);
 /* Joins the job of `nranks` ranks through `id` as `rank`. Collective; blocks until all joined. */
 mscclppResult_t mscclppBootstrapCreateFromId(mscclppBootstrap_t* bootstrap, int rank, int nranks, mscclppUniqueId id);
-/* Joins through "ip:port", "if:ip:port" or "[ipv6]:port"; rank 0 listens there. Collective. */
+/* Joins through "ip:port", "if:ip:port" or "[ipv6]:port"; rank 0 listens there. Collective. Where others
+ * can reach the address, set MSCCLPP_BOOTSTRAP_KEY alike on every rank (docs/CONFIG.md). */
 mscclppResult_t mscclppBootstrapCreate(mscclppBootstrap_t* bootstrap, int rank, int nranks, const char* ifIpPort);
 /* This rank's index and the number of ranks. */
 mscclppResult_t mscclppBootstrapRank(mscclppBootstrap_t bootstrap, int* rank);

@@ -26,6 +26,7 @@ type Var[T any] struct {
 	Name    string // environment variable, e.g. "MSCCLPP_BOOTSTRAP_TIMEOUT"
 	Default T
 	Doc     string // one line for docs/CONFIG.md
+	Secret  bool   // its value is never logged
 	parse   func(string) (T, error)
 
 	once       sync.Once
@@ -66,7 +67,11 @@ func (v *Var[T]) Get() T {
 		logger().Warn("environment variable out of range or malformed, using the default",
 			"var", v.Name, "value", raw, "default", v.Default, "err", parseErr)
 	} else if v.overridden && v.announced.CompareAndSwap(false, true) {
-		logger().Info("environment override", "var", v.Name, "value", v.val)
+		var shown any = v.val
+		if v.Secret {
+			shown = "(set; not shown)"
+		}
+		logger().Info("environment override", "var", v.Name, "value", shown)
 	}
 	return v.val
 }
@@ -252,6 +257,10 @@ var (
 		Name: "MSCCLPP_NET_TIMEOUT", Default: 30 * time.Second, parse: parseSeconds(MaxTimeout),
 		Doc: "how long a write over libfabric may wait for the provider to take it (a peer that stopped, a full queue that never drains) before it fails with a timeout naming the peer; 1 to 86400 seconds (a day: no write should wait longer, and larger values would overflow)",
 	}
+	BootstrapKey = &Var[string]{
+		Name: "MSCCLPP_BOOTSTRAP_KEY", Default: "", parse: parseString, Secret: true,
+		Doc: "a secret every rank of an ip:port job sets alike, mixed into the job's handshake, so that a process that knows only the address can neither join nor talk to the ranks; empty: the handshake comes from the address alone (any process that can reach it can); never logged; unique-id jobs carry a random secret of their own",
+	}
 	HostID = &Var[string]{
 		Name: "MSCCLPP_HOSTID", Default: "", parse: parseString,
 		Doc: "this process's host identity; processes with different values act as separate hosts (their connections take the network, not CUDA IPC); empty: the host name and boot id",
@@ -266,5 +275,5 @@ type Describer interface {
 // All lists every tunable, in the order docs/CONFIG.md shows them.
 func All() []Describer {
 	return []Describer{NCCLLibrary, Debug, BootstrapTimeout, SocketIfname, CUDALibrary, AllReduceAlgo, AllGatherAlgo,
-		CollMaxSpins, CollMaxBlocks, ProxyTrace, FabricLibrary, NetProvider, NetDomain, NetTimeout, HostID}
+		CollMaxSpins, CollMaxBlocks, ProxyTrace, FabricLibrary, NetProvider, NetDomain, NetTimeout, HostID, BootstrapKey}
 }

@@ -219,3 +219,21 @@ func TestNumericBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretNotLogged: the override line of a secret variable (MSCCLPP_BOOTSTRAP_KEY) says it is
+// set, never its value.
+func TestSecretNotLogged(t *testing.T) {
+	var logged bytes.Buffer
+	prev := loggerFunc.Load()
+	SetLogger(func() *slog.Logger {
+		return slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	t.Cleanup(func() { loggerFunc.Store(prev) })
+	t.Setenv(BootstrapKey.Name, "topsecret")
+	BootstrapKey.Reset()
+	t.Cleanup(BootstrapKey.Reset)
+	assert.Equal(t, "topsecret", BootstrapKey.Get())
+	assert.Contains(t, logged.String(), "MSCCLPP_BOOTSTRAP_KEY")
+	assert.Contains(t, logged.String(), "not shown")
+	assert.NotContains(t, logged.String(), "topsecret")
+}

@@ -35,13 +35,14 @@ var readers = map[string]func(){
 	NetDomain.Name:        func() { NetDomain.Get() },
 	NetTimeout.Name:       func() { NetTimeout.Get() },
 	HostID.Name:           func() { HostID.Get() },
+	BootstrapKey.Name:     func() { BootstrapKey.Get() },
 }
 
 // resetters drops every tunable's cached value and override.
 var resetters = []func(){
 	NCCLLibrary.Reset, Debug.Reset, BootstrapTimeout.Reset, SocketIfname.Reset, CUDALibrary.Reset,
 	AllReduceAlgo.Reset, AllGatherAlgo.Reset, CollMaxSpins.Reset, CollMaxBlocks.Reset, ProxyTrace.Reset,
-	FabricLibrary.Reset, NetProvider.Reset, NetDomain.Reset, NetTimeout.Reset, HostID.Reset,
+	FabricLibrary.Reset, NetProvider.Reset, NetDomain.Reset, NetTimeout.Reset, HostID.Reset, BootstrapKey.Reset,
 }
 
 func resetAll() {
