@@ -10,10 +10,12 @@
 // A transport is one way bytes travel between endpoints, behind one interface (transport.go):
 // make local memory reachable (export), reach a peer's (open, unmap), and a connection's data
 // path (write, write of a signal value, flush, close). CUDA IPC (transport_cudaipc.go) moves GPU
-// memory between processes of one host; the libfabric transports (transport_fabric.go: IB, the
-// network, and SHM) move host memory, registered with the context's libfabric endpoint and
-// reached by its key. What a transport cannot do yet (GPU memory over libfabric, semaphores over
-// it) is refused with ErrTransportUnavailable.
+// memory between processes of one host; the libfabric transports (IB, the network, and SHM) move
+// host memory registered with the context's libfabric endpoint and reached by its key
+// (transport_fabric.go), and GPU memory staged through host buffers as messages
+// (transport_staged.go), semaphores and port channels included. Memory channels need the peer's
+// memory mapped, so they stay on CUDA IPC. What a transport cannot do is refused with
+// ErrTransportUnavailable.
 //
 // # Host objects of the channel API
 //

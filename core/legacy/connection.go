@@ -190,6 +190,6 @@ func refuseIB(remoteRank, tag int, device string) error {
 			}
 		}
 	}
-	return fmt.Errorf("%s (libfabric provider %s, device %q): the legacy API's network path (device buffers through the proxy) is not implemented yet; the channel API connects host memory over it: %w",
+	return fmt.Errorf("%s (libfabric provider %s, device %q): the legacy API's network path (device buffers through the proxy) is not implemented yet; the channel API (core.h) connects host and GPU memory over it: %w",
 		what, provider, device, core.ErrTransportUnavailable)
 }
