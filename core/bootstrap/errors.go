@@ -25,6 +25,9 @@ var (
 	ErrPeerClosed = errs.New(errs.ErrRemote, "peer closed")
 	// ErrMessageSize: a message is truncated, larger than the frame limit, or not the size RecvInto asked for.
 	ErrMessageSize = errs.New(errs.ErrRemote, "message size mismatch")
+	// ErrPendingLimit: a peer sent more bytes ahead of their receives than
+	// MSCCLPP_BOOTSTRAP_MAX_PENDING allows; its connection is failed.
+	ErrPendingLimit = errs.New(errs.ErrRemote, "too many bytes sent ahead of their receives")
 	// ErrClosed: the bootstrap or root was closed.
 	ErrClosed = errs.New(errs.ErrInvalidUsage, "bootstrap closed")
 	// ErrRootAborted: the root stopped serving the job for a reason other than those above.

@@ -564,3 +564,30 @@ func TestJoinAddrKey(t *testing.T) {
 	defer b1.Close()
 	require.NoError(t, <-first)
 }
+
+// TestPendingLimit: a peer that sends more bytes ahead of their receives than
+// MSCCLPP_BOOTSTRAP_MAX_PENDING allows (64 MiB here) has its connection failed with a named error,
+// which the receiver's next Recv from it reports; the bytes it sent before stay receivable, and
+// the rank holds no more than the limit.
+func TestPendingLimit(t *testing.T) {
+	config.BootstrapMaxPending.Set(64 << 20)
+	t.Cleanup(config.BootstrapMaxPending.Reset)
+	ranks := bootJob(t, 2, quiet(20*time.Second))
+	ctx := context.Background()
+	chunk := make([]byte, 1<<20)
+	var sendErr error
+	for i := 0; i < 80 && sendErr == nil; i++ { // tag 9, which rank 1 does not receive yet
+		sendErr = ranks[0].Send(ctx, 1, 9, chunk)
+	}
+	_, err := ranks[1].Recv(ctx, 0, 10)
+	requireErr(t, err, ErrPendingLimit, errs.ErrRemote, "MSCCLPP_BOOTSTRAP_MAX_PENDING=67108864")
+	for range 64 { // what arrived within the limit is still there
+		got, err := ranks[1].Recv(ctx, 0, 9)
+		require.NoError(t, err)
+		require.Len(t, got, len(chunk))
+	}
+	ranks[1].box.mu.Lock()
+	assert.LessOrEqual(t, ranks[1].box.pending[0], int64(64<<20))
+	ranks[1].box.mu.Unlock()
+	t.Logf("sender: %v", sendErr)
+}

@@ -200,6 +200,10 @@ func (b *TCP) readFrames(c *net.TCPConn, peer int) error {
 		if err != nil {
 			return err
 		}
+		if pending, ok := b.box.admits(peer, int64(h.size), b.maxPending); !ok {
+			return fmt.Errorf("%w: rank %d sent a frame of %d bytes with tag %d while %d bytes it sent before were not received (MSCCLPP_BOOTSTRAP_MAX_PENDING=%d)",
+				ErrPendingLimit, peer, h.size, h.tag, pending, b.maxPending)
+		}
 		payload := make([]byte, h.size)
 		if n, err := io.ReadFull(r, payload); err != nil {
 			return fmt.Errorf("%w: frame with tag %d announced %d bytes, got %d: %v", ErrMessageSize, h.tag, h.size, n, err)

@@ -17,6 +17,7 @@ type mailbox struct {
 	queues  map[mailKey][][]byte
 	waiters map[mailKey]chan struct{} // closed and removed when the key's state changes
 	failed  map[int]error             // peer -> why its link ended
+	pending map[int]int64             // peer -> bytes delivered and not yet taken
 	closed  bool
 }
 
@@ -25,6 +26,7 @@ func newMailbox() *mailbox {
 		queues:  make(map[mailKey][][]byte),
 		waiters: make(map[mailKey]chan struct{}),
 		failed:  make(map[int]error),
+		pending: make(map[int]int64),
 	}
 }
 
@@ -37,10 +39,19 @@ func (m *mailbox) deliver(peer, tag int, msg []byte) {
 		return
 	}
 	m.queues[k] = append(m.queues[k], msg)
+	m.pending[peer] += int64(len(msg))
 	if ch, ok := m.waiters[k]; ok {
 		close(ch)
 		delete(m.waiters, k)
 	}
+}
+
+// admits reports whether n more bytes from peer stay within limit bytes not yet taken.
+func (m *mailbox) admits(peer int, n, limit int64) (pending int64, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pending = m.pending[peer]
+	return pending, n <= limit-pending
 }
 
 // fail records that no more messages will come from peer, and wakes everyone waiting on it.
@@ -85,6 +96,7 @@ func (m *mailbox) take(ctx context.Context, peer, tag int) ([]byte, error) {
 		if q := m.queues[k]; len(q) > 0 {
 			msg := q[0]
 			q[0] = nil
+			m.pending[peer] -= int64(len(msg))
 			if len(q) == 1 {
 				delete(m.queues, k)
 			} else {

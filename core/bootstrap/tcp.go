@@ -40,6 +40,7 @@ type TCP struct {
 	peers        []netip.AddrPort // every rank's listening address, filled in by Join
 	out          []*outLink       // outgoing link to each peer, dialed on first Send
 	box          *mailbox         // messages received from the incoming links
+	maxPending   int64            // the most bytes held from one peer and not yet received
 
 	inMu    sync.Mutex
 	inbound map[int]bool // peers whose incoming link was accepted
@@ -124,16 +125,17 @@ func join(ctx context.Context, rootAddr netip.AddrPort, magic uint64, ifname str
 		return fail(err)
 	}
 	b := &TCP{
-		rank:    rank,
-		nranks:  nranks,
-		magic:   magic,
-		timeout: opts.Timeout,
-		log:     opts.Logger,
-		ln:      ln,
-		addr:    addr,
-		peers:   make([]netip.AddrPort, nranks),
-		out:     make([]*outLink, nranks),
-		box:     newMailbox(),
+		rank:       rank,
+		nranks:     nranks,
+		magic:      magic,
+		timeout:    opts.Timeout,
+		log:        opts.Logger,
+		ln:         ln,
+		addr:       addr,
+		peers:      make([]netip.AddrPort, nranks),
+		out:        make([]*outLink, nranks),
+		box:        newMailbox(),
+		maxPending: config.BootstrapMaxPending.Get(),
 
 		peerFailed: make(chan struct{}),
 		inbound:    make(map[int]bool),

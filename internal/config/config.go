@@ -122,6 +122,10 @@ const (
 	maxCollBlocks = 1024
 	// maxProxyTrace bounds MSCCLPP_PROXY_TRACE: a million flushes is more than any diagnosis reads.
 	maxProxyTrace = 1_000_000
+	// MSCCLPP_BOOTSTRAP_MAX_PENDING: from 64 MiB (a 1 GiB message, the frame limit, then needs
+	// a larger value) to 1 TiB.
+	minPendingBytes = 64 << 20
+	maxPendingBytes = 1 << 40
 )
 
 // parseSeconds returns a parser of a whole number of seconds from 1 to max.
@@ -165,6 +169,9 @@ var (
 		func(n int64) bool { return n == 0 || n >= 2 && n <= maxCollBlocks })
 	// parseFlushes accepts 0 to maxProxyTrace flushes.
 	parseFlushes = parseInt(fmt.Sprintf("0 to %d", maxProxyTrace), func(n int64) bool { return n >= 0 && n <= maxProxyTrace })
+	// parsePending accepts minPendingBytes to maxPendingBytes.
+	parsePending = parseInt(fmt.Sprintf("%d to %d bytes", minPendingBytes, maxPendingBytes),
+		func(n int64) bool { return n >= minPendingBytes && n <= maxPendingBytes })
 )
 
 // parseChoice accepts one of choices, in any case.
@@ -257,6 +264,10 @@ var (
 		Name: "MSCCLPP_NET_TIMEOUT", Default: 30 * time.Second, parse: parseSeconds(MaxTimeout),
 		Doc: "how long a write over libfabric may wait for the provider to take it (a peer that stopped, a full queue that never drains) before it fails with a timeout naming the peer; 1 to 86400 seconds (a day: no write should wait longer, and larger values would overflow)",
 	}
+	BootstrapMaxPending = &Var[int64]{
+		Name: "MSCCLPP_BOOTSTRAP_MAX_PENDING", Default: 2 << 30, parse: parsePending,
+		Doc: "the most bytes a rank holds from one peer that no Recv has taken yet (messages sent ahead of their receives); a peer that sends past it fails its connection with a named error, so a stranger or a runaway peer cannot grow the rank's memory without bound; 64 MiB to 1 TiB, default 2 GiB (two messages of the 1 GiB frame limit)",
+	}
 	BootstrapKey = &Var[string]{
 		Name: "MSCCLPP_BOOTSTRAP_KEY", Default: "", parse: parseString, Secret: true,
 		Doc: "a secret every rank of an ip:port job sets alike, mixed into the job's handshake, so that a process that knows only the address can neither join nor talk to the ranks; empty: the handshake comes from the address alone (any process that can reach it can); never logged; unique-id jobs carry a random secret of their own",
@@ -275,5 +286,6 @@ type Describer interface {
 // All lists every tunable, in the order docs/CONFIG.md shows them.
 func All() []Describer {
 	return []Describer{NCCLLibrary, Debug, BootstrapTimeout, SocketIfname, CUDALibrary, AllReduceAlgo, AllGatherAlgo,
-		CollMaxSpins, CollMaxBlocks, ProxyTrace, FabricLibrary, NetProvider, NetDomain, NetTimeout, HostID, BootstrapKey}
+		CollMaxSpins, CollMaxBlocks, ProxyTrace, FabricLibrary, NetProvider, NetDomain, NetTimeout, HostID, BootstrapKey,
+		BootstrapMaxPending}
 }

@@ -20,22 +20,23 @@ func sortedEnviron() []string { return slices.Sorted(slices.Values(os.Environ())
 // readers calls Get on every tunable, keyed by variable name. TestLoadingLeavesProcessUntouched
 // checks that it covers All(), so a new variable cannot be left out.
 var readers = map[string]func(){
-	NCCLLibrary.Name:      func() { NCCLLibrary.Get() },
-	Debug.Name:            func() { Debug.Get() },
-	BootstrapTimeout.Name: func() { BootstrapTimeout.Get() },
-	SocketIfname.Name:     func() { SocketIfname.Get() },
-	CUDALibrary.Name:      func() { CUDALibrary.Get() },
-	AllReduceAlgo.Name:    func() { AllReduceAlgo.Get() },
-	AllGatherAlgo.Name:    func() { AllGatherAlgo.Get() },
-	CollMaxSpins.Name:     func() { CollMaxSpins.Get() },
-	CollMaxBlocks.Name:    func() { CollMaxBlocks.Get() },
-	ProxyTrace.Name:       func() { ProxyTrace.Get() },
-	FabricLibrary.Name:    func() { FabricLibrary.Get() },
-	NetProvider.Name:      func() { NetProvider.Get() },
-	NetDomain.Name:        func() { NetDomain.Get() },
-	NetTimeout.Name:       func() { NetTimeout.Get() },
-	HostID.Name:           func() { HostID.Get() },
-	BootstrapKey.Name:     func() { BootstrapKey.Get() },
+	NCCLLibrary.Name:         func() { NCCLLibrary.Get() },
+	Debug.Name:               func() { Debug.Get() },
+	BootstrapTimeout.Name:    func() { BootstrapTimeout.Get() },
+	SocketIfname.Name:        func() { SocketIfname.Get() },
+	CUDALibrary.Name:         func() { CUDALibrary.Get() },
+	AllReduceAlgo.Name:       func() { AllReduceAlgo.Get() },
+	AllGatherAlgo.Name:       func() { AllGatherAlgo.Get() },
+	CollMaxSpins.Name:        func() { CollMaxSpins.Get() },
+	CollMaxBlocks.Name:       func() { CollMaxBlocks.Get() },
+	ProxyTrace.Name:          func() { ProxyTrace.Get() },
+	FabricLibrary.Name:       func() { FabricLibrary.Get() },
+	NetProvider.Name:         func() { NetProvider.Get() },
+	NetDomain.Name:           func() { NetDomain.Get() },
+	NetTimeout.Name:          func() { NetTimeout.Get() },
+	HostID.Name:              func() { HostID.Get() },
+	BootstrapKey.Name:        func() { BootstrapKey.Get() },
+	BootstrapMaxPending.Name: func() { BootstrapMaxPending.Get() },
 }
 
 // resetters drops every tunable's cached value and override.
@@ -43,6 +44,7 @@ var resetters = []func(){
 	NCCLLibrary.Reset, Debug.Reset, BootstrapTimeout.Reset, SocketIfname.Reset, CUDALibrary.Reset,
 	AllReduceAlgo.Reset, AllGatherAlgo.Reset, CollMaxSpins.Reset, CollMaxBlocks.Reset, ProxyTrace.Reset,
 	FabricLibrary.Reset, NetProvider.Reset, NetDomain.Reset, NetTimeout.Reset, HostID.Reset, BootstrapKey.Reset,
+	BootstrapMaxPending.Reset,
 }
 
 func resetAll() {
