@@ -215,8 +215,8 @@ mscclppResult_t mscclppCommDestroy(mscclppComm_t comm);
 /* Returns a static, human-readable description of result. Local; never fails, never blocks. */
 const char* mscclppGetErrorString(mscclppResult_t result);
 
-/* Declares a connection to remoteRank, identified on this rank by (remoteRank, tag); nothing is
- * exchanged until mscclppConnectionSetup. Local; does not block. The peer must declare the mirror
+/* Declares a connection to remoteRank, identified on this rank by (remoteRank, tag), tag 0 or more
+ * (a negative tag is mscclppInvalidArgument); nothing is exchanged until mscclppConnectionSetup. Local; does not block. The peer must declare the mirror
  * connection (this rank, same tag, same transport), and both ends should register buffers of the
  * same size. localBuff/buffSize: the device buffer the peer may write into and this end reads from.
  * ibDev: InfiniBand device name (e.g. "mlx5_0") for mscclppTransportIB, NULL for P2P. With IB whole

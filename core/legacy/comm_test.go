@@ -62,6 +62,8 @@ func TestConnectRefuses(t *testing.T) {
 		{"rank out of range", 2, 0, buf, 8, core.TransportP2P, "", errs.ErrInvalidArgument, "out of range [0, 2)"},
 		{"NULL buffer", 1, 0, 0, 8, core.TransportP2P, "", errs.ErrInvalidArgument, "buffer is NULL"},
 		{"size 0", 1, 0, buf, 0, core.TransportP2P, "", errs.ErrInvalidArgument, "size is 0"},
+		{"negative tag", 1, -1, buf, 8, core.TransportP2P, "", errs.ErrInvalidArgument, "tag -1 is outside [0, 2147483647]"},
+		{"tag past int32", 1, 1 << 31, buf, 8, core.TransportP2P, "", errs.ErrInvalidArgument, "tag 2147483648 is outside"},
 		{"IB", 1, 0, buf, 8, core.TransportIB, "", core.ErrTransportUnavailable, "not implemented yet"},
 		{"IB on a missing device", 1, 0, buf, 8, core.TransportIB, "mlx5_9", core.ErrTransportUnavailable, `no RDMA device was found named "mlx5_9"`},
 		{"SHM", 1, 0, buf, 8, core.TransportSHM, "", core.ErrTransportUnavailable, "not implemented"},

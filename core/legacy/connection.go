@@ -2,15 +2,16 @@ package legacy
 
 import (
 	"fmt"
-	"github.com/mscclpp-go/mscclpp/core"
-	"github.com/mscclpp-go/mscclpp/core/fabric"
-	"github.com/mscclpp-go/mscclpp/internal/config"
+	"math"
 	"slices"
 	"strings"
 
+	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/core/fabric"
 	"github.com/mscclpp-go/mscclpp/core/fifo"
+	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
 // MaxConnections is the most connections one rank may declare: a trigger carries the
@@ -64,6 +65,8 @@ func (c *Comm) Connect(remoteRank, tag int, localBuf cuda.DevicePtr, size uint64
 		return fmt.Errorf("connect to rank %d tag %d: buffer is NULL: %w", remoteRank, tag, errs.ErrInvalidArgument)
 	case size == 0:
 		return fmt.Errorf("connect to rank %d tag %d: buffer size is 0: %w", remoteRank, tag, errs.ErrInvalidArgument)
+	case tag < 0 || tag > math.MaxInt32:
+		return fmt.Errorf("connect to rank %d: tag %d is outside [0, %d]: %w", remoteRank, tag, math.MaxInt32, errs.ErrInvalidArgument)
 	}
 	switch transport {
 	case core.TransportP2P:

@@ -155,6 +155,8 @@ int main() {
                 "Connect(buffer NULL)", "localBuff is NULL");
   expectRefused([&] { return mscclppConnect(comm, 1, 0, fakeBuf, 0, mscclppTransportP2P); }, mscclppInvalidArgument,
                 "Connect(size 0)", "buffSize is 0");
+  expectRefused([&] { return mscclppConnect(comm, 1, -1, fakeBuf, 64, mscclppTransportP2P); }, mscclppInvalidArgument,
+                "Connect(tag -1)", "tag -1 is outside");
   expectRefused([&] { return mscclppConnect(comm, 0, 0, fakeBuf, 64, mscclppTransportP2P); }, mscclppInvalidArgument,
                 "Connect(to itself)", "remote rank 0 is this rank");
   expectRefused([&] { return mscclppConnect(comm, 2, 0, fakeBuf, 64, mscclppTransportP2P); }, mscclppInvalidArgument,
