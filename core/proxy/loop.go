@@ -158,19 +158,15 @@ func (p *Proxy) handle(t fifo.Trigger) {
 	p.stats.executed.Add(1)
 }
 
-// drainAll drains the engine and every connection's route: a flush covers every request of the
-// ring, whichever connection queued it.
+// drainAll drains the engine and every route of the table (p.routes): a flush covers every
+// request of the ring, whichever connection queued it.
 func (p *Proxy) drainAll() error {
 	if err := p.engine.Drain(); err != nil {
 		return err
 	}
-	drained := map[Route]bool{}
-	for i := range p.conns {
-		if r := p.conns[i].Route; r != nil && !drained[r] {
-			drained[r] = true
-			if err := r.Drain(); err != nil {
-				return fmt.Errorf("connection %d (%s): %w", i, &p.conns[i], err)
-			}
+	for _, r := range p.routes {
+		if err := r.Drain(); err != nil {
+			return fmt.Errorf("route of connection %d (%s): %w", r.conn, &p.conns[r.conn], err)
 		}
 	}
 	return nil

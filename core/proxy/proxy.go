@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,6 +90,7 @@ type Proxy struct {
 	slots      []fifo.Trigger
 	slotMask   uint64
 	conns      []Conn
+	routes     []tableRoute // the distinct routes of conns, which a flush drains (setRoutes)
 	engine     Engine
 	initThread func() error
 	log        *slog.Logger
@@ -149,6 +151,7 @@ func New(cfg Config) (*Proxy, error) {
 		signals:    make([]uint64, signalTableSize(0, cfg.Conns)),
 		connErrs:   make([]error, len(cfg.Conns)),
 	}
+	p.setRoutes()
 	if p.log == nil {
 		p.log = logging.Logger()
 	}
@@ -203,6 +206,24 @@ func (p *Proxy) Stop() error {
 	return p.finalDrainErr
 }
 
+// tableRoute is a route of the connection table and the first connection that carries it.
+type tableRoute struct {
+	Route
+	conn int
+}
+
+// setRoutes lists the distinct routes of the table, once per change of the table rather than at
+// every flush (the loop does not allocate). The proxy is stopped.
+func (p *Proxy) setRoutes() {
+	p.routes = p.routes[:0]
+	for i := range p.conns {
+		r := p.conns[i].Route
+		if r != nil && !slices.ContainsFunc(p.routes, func(t tableRoute) bool { return t.Route == r }) {
+			p.routes = append(p.routes, tableRoute{r, i})
+		}
+	}
+}
+
 // signalTableSize is the number of signal counters that covers have and every id in conns.
 func signalTableSize(have int, conns []Conn) int {
 	for _, c := range conns {
@@ -237,6 +258,7 @@ func (p *Proxy) AddConns(conns ...Conn) error {
 	p.errMu.Unlock()
 	p.connFailed = failed
 	p.conns = append(p.conns, conns...)
+	p.setRoutes()
 	if n := signalTableSize(len(p.signals), conns); n > len(p.signals) {
 		p.signals = append(p.signals, make([]uint64, n-len(p.signals))...)
 	}
@@ -259,6 +281,7 @@ func (p *Proxy) SetConn(id int, c Conn) error {
 		return err
 	}
 	p.conns[id] = c
+	p.setRoutes()
 	p.connFailed[id].Store(false)
 	p.errMu.Lock()
 	p.connErrs[id] = nil
