@@ -273,10 +273,16 @@ func (c *Context) RegisterMemory(ptr cuda.DevicePtr, size uint64, transports Tra
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if isFabric(transports) {
-		return c.registerStaged(ptr, size, ordinal, transports)
+	return c.registerDevice(ptr, size, ordinal, transports)
+}
+
+// registerDevice registers device memory on GPU ordinal for transport t: exported for CUDA IPC,
+// staged for the libfabric transports. c.mu is held.
+func (c *Context) registerDevice(ptr cuda.DevicePtr, size uint64, ordinal int, t Transport) (RegisteredMemory, error) {
+	if isFabric(t) {
+		return c.registerStaged(ptr, size, ordinal, t)
 	}
-	return c.register(ptr, size, ordinal, transports)
+	return c.register(ptr, size, ordinal, t)
 }
 
 // registerStaged registers size bytes of device memory at ptr on GPU ordinal for transport t,

@@ -47,12 +47,7 @@ func NewSemaphoreStub(conn *Connection) (SemaphoreStub, error) {
 	if err != nil {
 		return SemaphoreStub{}, fmt.Errorf("%s: %w", what, err)
 	}
-	var m RegisteredMemory
-	if isFabric(t) { // the peer's proxy signals it with staged messages
-		m, err = c.registerStaged(p, tokenBytes, dev, t)
-	} else {
-		m, err = c.register(p, tokenBytes, dev, t)
-	}
+	m, err := c.registerDevice(p, tokenBytes, dev, t) // over libfabric the peer signals it with staged messages
 	if err != nil {
 		return SemaphoreStub{}, fmt.Errorf("%s: %w", what, err)
 	}
