@@ -174,10 +174,23 @@ func (m *messages) next() (slot, n uint64, ok bool) {
 	return slot, uint64(m.arrived[slot]), true
 }
 
+// patience is how long a wait for the provider or the peer may last: MSCCLPP_NET_TIMEOUT from
+// the first time the wait had to go on.
+type patience struct{ deadline time.Time }
+
+// exhausted starts the clock on its first call and reports whether it has run out since.
+func (p *patience) exhausted() bool {
+	if p.deadline.IsZero() {
+		p.deadline = time.Now().Add(config.NetTimeout.Get())
+		return false
+	}
+	return time.Now().After(p.deadline)
+}
+
 // retry calls post, the libfabric call op posting what, until the provider takes it,
 // progressing in between, for at most MSCCLPP_NET_TIMEOUT. e.mu is held.
 func (e *Endpoint) retry(op, what string, post func() C.ssize_t) error {
-	var deadline time.Time // set at the first refusal
+	var wait patience
 	for {
 		if e.c == nil {
 			return ErrClosed
@@ -195,9 +208,7 @@ func (e *Endpoint) retry(op, what string, post func() C.ssize_t) error {
 		if err := e.poll(); err != nil {
 			return err
 		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(config.NetTimeout.Get())
-		} else if time.Now().After(deadline) {
+		if wait.exhausted() {
 			return fmt.Errorf("%v: %s was not taken within %v (MSCCLPP_NET_TIMEOUT; does the peer still progress?): %w",
 				e, what, config.NetTimeout.Get(), ErrTimedOut)
 		}
@@ -239,7 +250,7 @@ func (e *Endpoint) Send(peer Peer, fill func(buf []byte) (int, error)) error {
 
 // takeSendSlot waits for the next send buffer to be free and takes it.
 func (e *Endpoint) takeSendSlot() (*messages, uint64, error) {
-	var deadline time.Time
+	var wait patience
 	for {
 		e.mu.Lock()
 		m := e.msgs
@@ -266,9 +277,7 @@ func (e *Endpoint) takeSendSlot() (*messages, uint64, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(config.NetTimeout.Get())
-		} else if time.Now().After(deadline) {
+		if wait.exhausted() {
 			return nil, 0, fmt.Errorf("%v: no send buffer came free within %v (MSCCLPP_NET_TIMEOUT; does the peer still progress?): %w",
 				e, config.NetTimeout.Get(), ErrTimedOut)
 		}
