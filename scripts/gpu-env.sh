@@ -27,3 +27,12 @@ build_cuda() {
 		-o "$2" -L"$build/lib" -lmscclpp -Xlinker "-rpath,$build/lib" \
 		-Xlinker "$(mpicxx --showme:link | sed 's/ /,/g')" 2>&1
 }
+
+# build_nccl SRC OUT FLAGS...: compiles an NCCL program with MPI; FLAGS say which nccl.h and which
+# library (the host's NCCL, or include/nccl.h and -lmscclpp_nccl).
+build_nccl() {
+	local src=$1 out=$2
+	shift 2
+	nvcc -std=c++17 -O2 -arch=sm_90 $(mpicxx --showme:compile) -DOMPI_SKIP_MPICXX "$src" -o "$out" "$@" \
+		-Xlinker "$(mpicxx --showme:link | sed 's/ /,/g')" 2>&1
+}

@@ -183,9 +183,8 @@ if wanted "soak"; then
 	else
 		result "build soak" 1
 	fi
-	if nvcc -std=c++17 -O2 -arch=sm_90 -DSOAK_NCCL -I"$build/include/mscclpp_nccl" -I"$build/include" \
-		$(mpicxx --showme:compile) -DOMPI_SKIP_MPICXX tests/gpu/soak/main.cu -o "$bin/soak_nccl" \
-		-L"$build/lib" -lmscclpp_nccl -Xlinker "-rpath,$build/lib" -Xlinker "$(mpicxx --showme:link | sed 's/ /,/g')" 2>&1; then
+	if build_nccl tests/gpu/soak/main.cu "$bin/soak_nccl" -DSOAK_NCCL -I"$build/include/mscclpp_nccl" -I"$build/include" \
+		-L"$build/lib" -lmscclpp_nccl -Xlinker "-rpath,$build/lib"; then
 		run "soak, NCCL API" 600 $mpirun -np "$np" "$bin/soak_nccl" "$calls"
 	else
 		result "build soak_nccl" 1
@@ -223,13 +222,7 @@ sharing=$([ "$np" -gt "$ngpus" ] && echo 1 || echo 0)
 if wanted "nccl header"; then
 	run "nccl header agrees with the host's nccl.h" 60 env CUDA_INCLUDE=/usr/local/cuda/include ./tests/nccl/header_agree.sh
 fi
-nccl_build() { # nccl_build OUT FLAGS...: tests/nccl/ops.cu
-	local out=$1
-	shift
-	nvcc -std=c++17 -O2 -arch=sm_90 $(mpicxx --showme:compile) -DOMPI_SKIP_MPICXX tests/nccl/ops.cu -o "$out" "$@" \
-		-Xlinker "$(mpicxx --showme:link | sed 's/ /,/g')" 2>&1
-}
-if [ -f /usr/include/nccl.h ] && nccl_build "$bin/nccl_ops_real" -lnccl; then
+if [ -f /usr/include/nccl.h ] && build_nccl tests/nccl/ops.cu "$bin/nccl_ops_real" -lnccl; then
 	# NCCL 2.28.3 alone (no layer) leaves the last 3 of 65539 float64 elements of an avg at 0 on one
 	# rank (H100, 2026-11-25): those cases are skipped where the real NCCL runs them.
 	run "nccl ops, 1 rank, NCCL program under LD_PRELOAD (fallback to the real NCCL)" 600 \
@@ -244,7 +237,7 @@ if [ -f /usr/include/nccl.h ] && nccl_build "$bin/nccl_ops_real" -lnccl; then
 else
 	result "build nccl ops against the real NCCL" 1
 fi
-if nccl_build "$bin/nccl_ops" -I"$build/include/mscclpp_nccl" -L"$build/lib" -lmscclpp_nccl -Xlinker "-rpath,$build/lib"; then
+if build_nccl tests/nccl/ops.cu "$bin/nccl_ops" -I"$build/include/mscclpp_nccl" -L"$build/lib" -lmscclpp_nccl -Xlinker "-rpath,$build/lib"; then
 	run "nccl ops, $np ranks, linked with -lmscclpp_nccl (native only)" 600 \
 		$mpirun -np "$np" -x MSCCLPP_NCCL_FALLBACK=off "$bin/nccl_ops" quick
 else
