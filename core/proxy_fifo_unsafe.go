@@ -187,6 +187,14 @@ func (f *ProxyFifo) Err() error {
 	return f.proxy.Err()
 }
 
+// ConnErr is why the proxy failed connection id (a trigger outside its registered memory), or nil.
+func (f *ProxyFifo) ConnErr(id int) error {
+	if f.proxy == nil {
+		return nil
+	}
+	return f.proxy.ConnErr(id)
+}
+
 // Stats are the proxy's counters (zero before the first Start).
 func (f *ProxyFifo) Stats() proxy.Stats {
 	if f.proxy == nil {

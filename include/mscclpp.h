@@ -220,7 +220,9 @@ const char* mscclppGetErrorString(mscclppResult_t result);
  * connection (this rank, same tag, same transport), and both ends should register buffers of the
  * same size. localBuff/buffSize: the device buffer the peer may write into and this end reads from.
  * ibDev: InfiniBand device name (e.g. "mlx5_0") for mscclppTransportIB, NULL for P2P. With IB whole
- * pages are registered, so bytes sharing a page with the buffer become reachable by the peer too. */
+ * pages are registered, so bytes sharing a page with the buffer become reachable by the peer too.
+ * A buffSize that runs past the end of localBuff's allocation is refused by mscclppConnectionSetup
+ * (mscclppInvalidArgument). */
 mscclppResult_t mscclppConnect(mscclppComm_t comm, int remoteRank, int tag, void* localBuff, uint64_t buffSize,
                                mscclppTransport_t transportType, const char* ibDev = 0);
 
@@ -243,7 +245,10 @@ mscclppResult_t mscclppGetDeviceConnection(mscclppComm_t comm, int remoteRank, i
 mscclppResult_t mscclppProxyLaunch(mscclppComm_t comm);
 
 /* Stops the proxy threads. Collective: it first waits for all ranks (a barrier), then returns once
- * this rank's proxies have exited. Kernels using the connections must have finished. */
+ * this rank's proxies have exited. Kernels using the connections must have finished. Returns
+ * mscclppInvalidArgument if the proxy refused a kernel's request to read or write outside a
+ * connection's buffers (nothing of it was copied, that connection's later requests were refused
+ * too, and the log names the connection and the request). */
 mscclppResult_t mscclppProxyStop(mscclppComm_t comm);
 
 /* Stores the calling process's rank in *rank. Local; does not block. */

@@ -1,6 +1,7 @@
 package legacy
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/mscclpp-go/mscclpp/core/errs"
@@ -83,7 +84,23 @@ func (c *Comm) stopProxy() error {
 	if err != nil {
 		return fmt.Errorf("proxy stop on rank %d: %w", c.Rank(), err)
 	}
+	if err := c.refusedConnections(); err != nil {
+		return fmt.Errorf("proxy stop on rank %d: %d triggers refused: %w", c.Rank(), stats.Refused, err)
+	}
 	return nil
+}
+
+// refusedConnections reports the connections that the proxy failed because a kernel asked it to
+// read or write outside their registered buffers (proxy.ErrOutOfRange, an invalid argument),
+// naming each connection and its first bad trigger. c.mu is held.
+func (c *Comm) refusedConnections() error {
+	var bad []error
+	for id, conn := range c.conns {
+		if err := c.gpu.fifo.ConnErr(id); err != nil {
+			bad = append(bad, fmt.Errorf("connection to rank %d tag %d: %w", conn.remoteRank, conn.tag, err))
+		}
+	}
+	return errors.Join(bad...)
 }
 
 // collectProxyFailure records the proxy's first CUDA error as the communicator's failure. c.mu
