@@ -8,6 +8,7 @@ import (
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
 // ErrContextClosed: the context was closed.
@@ -36,6 +37,9 @@ type Context struct {
 	peers    map[[2]int]bool                  // (from, to): from's context may access to's memory
 	conns    []*Connection
 	fabrics  map[Transport]*fabricNet // the libfabric endpoint of each libfabric transport used
+	// netDomain, when set (UseNetDomain), is the libfabric domain of IB connections in place of
+	// MSCCLPP_NET_DOMAIN's.
+	netDomain string
 }
 
 // contextGPU is what a context holds on one GPU.
@@ -130,12 +134,36 @@ func (c *Context) CreateEndpoint(cfg EndpointConfig) (Endpoint, error) {
 	return ep, nil
 }
 
+// UseNetDomain makes domain (a NIC as libfabric names it, e.g. mlx5_0) the one the context's IB
+// connections use, in place of MSCCLPP_NET_DOMAIN's. It must come before the first IB endpoint;
+// naming the domain already in use again is allowed.
+func (c *Context) UseNetDomain(domain string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n, open := c.fabrics[TransportIB]; open {
+		if n.ep.Domain() == domain {
+			return nil
+		}
+		return fmt.Errorf("use network domain %q: the context's IB endpoint is already open on %q (one NIC per context): %w",
+			domain, n.ep.Domain(), errs.ErrInvalidUsage)
+	}
+	c.netDomain = domain
+	return nil
+}
+
 // fabric returns the context's libfabric endpoint for t, opening it on first use. c.mu is held.
 func (c *Context) fabric(t Transport) (*fabricNet, error) {
 	if n, ok := c.fabrics[t]; ok {
 		return n, nil
 	}
-	n, err := openFabric(t, gpuCopier{c})
+	domain := ""
+	if t == TransportIB {
+		domain = c.netDomain
+		if domain == "" {
+			domain = config.NetDomain.Get()
+		}
+	}
+	n, err := openFabric(t, domain, gpuCopier{c})
 	if err != nil {
 		return nil, err
 	}

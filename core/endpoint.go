@@ -119,6 +119,9 @@ const (
 	maxDeviceID = 1 << 16
 )
 
+// EndpointBytes is the length of Endpoint.MarshalBinary's encoding.
+const EndpointBytes = endpointBytes
+
 // MarshalBinary encodes the endpoint for UnmarshalEndpoint; it never fails.
 func (e Endpoint) MarshalBinary() ([]byte, error) {
 	b := make([]byte, 0, endpointBytes) // zeros past the address, which newEndpoint bounds

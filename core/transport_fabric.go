@@ -11,7 +11,6 @@ import (
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
 	"github.com/mscclpp-go/mscclpp/core/fabric"
-	"github.com/mscclpp-go/mscclpp/internal/config"
 	"github.com/mscclpp-go/mscclpp/internal/logging"
 )
 
@@ -43,16 +42,17 @@ type fabricNet struct {
 	done chan struct{}
 }
 
-// openFabric opens the libfabric endpoint of transport t and starts its progress goroutine;
-// copier moves staged GPU memory.
-func openFabric(t Transport, copier stagingCopier) (*fabricNet, error) {
-	provider, domain := "shm", ""
+// openFabric opens the libfabric endpoint of transport t (on domain, for IB; empty lets the
+// provider choose) and starts its progress goroutine; copier moves staged GPU memory.
+func openFabric(t Transport, domain string, copier stagingCopier) (*fabricNet, error) {
+	provider := "shm"
 	if t == TransportIB {
 		var err error
 		if provider, err = fabric.NetworkProvider(); err != nil {
 			return nil, err
 		}
-		domain = config.NetDomain.Get()
+	} else {
+		domain = ""
 	}
 	ep, err := fabric.Open(provider, domain)
 	if err != nil {

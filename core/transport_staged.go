@@ -269,21 +269,33 @@ func (k gpuCopier) fromHost(dst cuda.DevicePtr, src []byte, device int) error {
 // hostPtr is the address of b's first byte (host memory that does not move: C allocations).
 func hostPtr(b []byte) cuda.DevicePtr { return cuda.DevicePtr(uintptr(unsafe.Pointer(&b[0]))) }
 
-// proxyRoute carries a port channel's puts and signals over a libfabric connection of GPU
-// endpoints, for the proxy (proxy.Route): puts from src into dst, signals into the peer's
-// inbound token of the channel's semaphore, all through the connection's staged link.
+// proxyRoute carries one proxy connection's puts and signals over a libfabric connection of GPU
+// endpoints (proxy.Route): puts from src into dst, signals into the 8-byte word at signalOffset of
+// signal, all through the connection's staged link.
 type proxyRoute struct {
 	conn             *Connection
 	dst, src, signal RegisteredMemory
+	signalOffset     uint64
 }
 
 // NewProxyRoute returns the proxy route of a port channel on sema, whose connection is a
-// libfabric one of GPU endpoints, from src (this side's memory) to dst (the peer's).
+// libfabric one of GPU endpoints, from src (this side's memory) to dst (the peer's); its signals
+// go into the peer's inbound token of sema.
 func NewProxyRoute(sema *Semaphore, dst, src RegisteredMemory) (proxy.Route, error) {
 	if sema == nil {
 		return nil, fmt.Errorf("proxy route: nil semaphore: %w", errs.ErrInvalidArgument)
 	}
-	conn := sema.conn
+	return NewConnectionRoute(sema.conn, dst, src, sema.remote.token, 0)
+}
+
+// NewConnectionRoute returns a proxy route over conn, a libfabric connection of GPU endpoints:
+// puts from src (this side's memory; CUDA IPC registrations are registered again for the
+// network) into dst (the peer's), and signals stored into the word at signalOffset of signal
+// (the peer's memory). The legacy API's IB connections use it with the peer's signal counters.
+func NewConnectionRoute(conn *Connection, dst, src, signal RegisteredMemory, signalOffset uint64) (proxy.Route, error) {
+	if conn == nil {
+		return nil, fmt.Errorf("proxy route: nil connection: %w", errs.ErrInvalidArgument)
+	}
 	if _, ok := conn.link.(*stagedLink); !ok {
 		return nil, fmt.Errorf("proxy route on %v: only libfabric connections of GPU endpoints take one (CUDA IPC maps the peer's memory): %w",
 			conn, errs.ErrInvalidArgument)
@@ -294,19 +306,24 @@ func NewProxyRoute(sema *Semaphore, dst, src RegisteredMemory) (proxy.Route, err
 			return nil, fmt.Errorf("proxy route on %v: source: %w", conn, err)
 		}
 	}
-	for _, m := range []RegisteredMemory{dst, src} {
+	for _, m := range []RegisteredMemory{dst, src, signal} {
 		if _, err := stagedKey(m); err != nil {
 			return nil, fmt.Errorf("proxy route on %v: %w", conn, err)
 		}
 	}
-	return &proxyRoute{conn: conn, dst: dst, src: src, signal: sema.remote.token}, nil
+	if signalOffset > signal.size || signal.size-signalOffset < 8 {
+		return nil, fmt.Errorf("proxy route on %v: signal word at offset %d of %d bytes: %w", conn, signalOffset, signal.size, errs.ErrInvalidArgument)
+	}
+	return &proxyRoute{conn: conn, dst: dst, src: src, signal: signal, signalOffset: signalOffset}, nil
 }
 
 func (r *proxyRoute) Put(dstOffset, srcOffset, n uint64) error {
 	return r.conn.Write(r.dst, dstOffset, r.src, srcOffset, n)
 }
 
-func (r *proxyRoute) Signal(value uint64) error { return r.conn.UpdateAndSync(r.signal, 0, value) }
+func (r *proxyRoute) Signal(value uint64) error {
+	return r.conn.UpdateAndSync(r.signal, r.signalOffset, value)
+}
 
 func (r *proxyRoute) Drain() error {
 	ctx, cancel := context.WithTimeout(context.Background(), config.NetTimeout.Get())

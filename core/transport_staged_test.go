@@ -59,10 +59,10 @@ func stagedPair(t *testing.T, tr Transport, provider string, staging *hostStagin
 		t.Cleanup(config.NetProvider.Reset)
 	}
 	var err error
-	sender, err = openFabric(tr, staging)
+	sender, err = openFabric(tr, "", staging)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, sender.close()) })
-	receiver, err = openFabric(tr, staging)
+	receiver, err = openFabric(tr, "", staging)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, receiver.close()) })
 	addr, err := receiver.ep.Address()

@@ -219,8 +219,12 @@ const char* mscclppGetErrorString(mscclppResult_t result);
  * (a negative tag is mscclppInvalidArgument); nothing is exchanged until mscclppConnectionSetup. Local; does not block. The peer must declare the mirror
  * connection (this rank, same tag, same transport), and both ends should register buffers of the
  * same size. localBuff/buffSize: the device buffer the peer may write into and this end reads from.
- * ibDev: InfiniBand device name (e.g. "mlx5_0") for mscclppTransportIB, NULL for P2P. With IB whole
- * pages are registered, so bytes sharing a page with the buffer become reachable by the peer too.
+ * ibDev: InfiniBand device name (e.g. "mlx5_0") for mscclppTransportIB, NULL for P2P.
+ * mscclppTransportIB goes over libfabric: its verbs provider on ibDev (NULL: the provider's choice),
+ * or the provider MSCCLPP_NET_PROVIDER names (e.g. tcp, where there is no RDMA NIC; ibDev is then
+ * not checked); a device verbs does not offer is mscclppInvalidUsage naming the ones it does. GPU
+ * memory goes staged through host buffers; the device connection's remote pointers are NULL (the
+ * proxy carries every put and signal), and mscclppRegisterBuffer is refused on such a communicator.
  * A buffSize that runs past the end of localBuff's allocation is refused by mscclppConnectionSetup
  * (mscclppInvalidArgument). */
 mscclppResult_t mscclppConnect(mscclppComm_t comm, int remoteRank, int tag, void* localBuff, uint64_t buffSize,

@@ -270,16 +270,20 @@ fi
 
 # 7. Across hosts on one machine: each rank is a host of its own (MSCCLPP_HOSTID), so the
 # Communicator replaces CUDA IPC by the network (libfabric tcp) and GPU memory goes staged through
-# host buffers, port channels through the proxy's routes; the program is unchanged.
+# host buffers, port channels through the proxy's routes; the program is unchanged. The legacy
+# programs connect with mscclppTransportIB (LEGACY_TRANSPORT=ib), which MSCCLPP_NET_PROVIDER=tcp
+# maps to tcp.
 if wanted "across hosts"; then
-	src=examples/tutorials/bidir_port_channel/main.cu
-	if build_cuda "$src" "$bin/bidir_port_channel"; then
-		run "across hosts: bidir_port_channel, each rank its own host, tcp, staged" 300 env MSCCLPP_NET_PROVIDER=tcp \
-			$mpirun -x MSCCLPP_NET_PROVIDER -np "$np" bash -c 'MSCCLPP_HOSTID=gpu-test-host-$OMPI_COMM_WORLD_RANK exec "$0"' \
-			"$bin/bidir_port_channel"
-	else
-		result "build bidir_port_channel" 1
-	fi
+	apart=(env MSCCLPP_NET_PROVIDER=tcp LEGACY_TRANSPORT=ib $mpirun -x MSCCLPP_NET_PROVIDER -x LEGACY_TRANSPORT -np "$np"
+		bash -c 'MSCCLPP_HOSTID=gpu-test-host-$OMPI_COMM_WORLD_RANK exec "$0"')
+	for src in examples/tutorials/bidir_port_channel/main.cu tests/gpu/legacy_oneway/main.cu tests/gpu/legacy_allgather/main.cu; do
+		name=$(basename "$(dirname "$src")")
+		if build_cuda "$src" "$bin/$name"; then
+			run "across hosts: $name, each rank its own host, tcp, staged" 300 "${apart[@]}" "$bin/$name"
+		else
+			result "build $name" 1
+		fi
+	done
 fi
 
 echo "gpu-test: $passed passed, $failed failed, $skipped skipped"

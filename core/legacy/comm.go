@@ -43,6 +43,11 @@ type gpuState struct {
 	pctx   cuda.Context
 	ctx    *core.Context
 	fifo   *core.ProxyFifo // MSCCLPP_PROXY_FIFO_SIZE triggers and the proxy serving them
+
+	// IB connections: this rank's libfabric endpoint (made with the first one) and the core
+	// connection to each peer, which the rank's IB connections with that peer share.
+	ib      core.Endpoint
+	ibConns map[int]*core.Connection
 }
 
 // InitRank joins a job of nranks ranks whose root listens at addr ("ip:port", "if:ip:port" or

@@ -11,6 +11,7 @@ import (
 	"github.com/mscclpp-go/mscclpp/core/errs"
 	"github.com/mscclpp-go/mscclpp/core/fabric"
 	"github.com/mscclpp-go/mscclpp/core/fifo"
+	"github.com/mscclpp-go/mscclpp/core/proxy"
 	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
@@ -34,9 +35,14 @@ type connection struct {
 	localBuf   cuda.DevicePtr
 	size       uint64
 
+	transport core.Transport // P2P or IB
+	device    string         // IB: the NIC mscclppConnect named, empty for the provider's choice
+
 	// Filled by ConnectionSetup.
 	setUp      bool
-	remoteBuf  cuda.DevicePtr // the peer's buffer, mapped here
+	route      proxy.Route           // IB: carries the proxy's puts and signals over libfabric
+	localReg   core.RegisteredMemory // IB: localBuf registered for the network, the puts' source
+	remoteBuf  cuda.DevicePtr        // the peer's buffer, mapped here
 	remoteSize uint64
 	localSig   cuda.DevicePtr // this end's SignalEpochID
 	remoteSig  cuda.DevicePtr // the peer's SignalEpochID, mapped here
@@ -71,7 +77,9 @@ func (c *Comm) Connect(remoteRank, tag int, localBuf cuda.DevicePtr, size uint64
 	switch transport {
 	case core.TransportP2P:
 	case core.TransportIB:
-		return refuseIB(remoteRank, tag, device)
+		if err := checkIBDevice(remoteRank, tag, device); err != nil {
+			return err
+		}
 	case core.TransportSHM:
 		return fmt.Errorf("connect to rank %d tag %d over SHM: the shared-memory transport is not implemented in the legacy API: %w",
 			remoteRank, tag, core.ErrTransportUnavailable)
@@ -90,7 +98,8 @@ func (c *Comm) Connect(remoteRank, tag int, localBuf cuda.DevicePtr, size uint64
 		return fmt.Errorf("connect to rank %d tag %d: the proxy is running; stop it first: %w", remoteRank, tag, errs.ErrInvalidUsage)
 	}
 	c.connIndex[key] = len(c.conns)
-	c.conns = append(c.conns, &connection{remoteRank: remoteRank, tag: tag, localBuf: localBuf, size: size})
+	c.conns = append(c.conns, &connection{remoteRank: remoteRank, tag: tag, localBuf: localBuf, size: size,
+		transport: transport, device: device})
 	return nil
 }
 
@@ -169,30 +178,27 @@ func (c *Comm) devConn(i int) DevConn {
 	}
 }
 
-// refuseIB says why an IB connection cannot be made yet: the device is not one libfabric offers
-// (named, with the ones it does), or the legacy API's network path, which is not built.
-// mscclppTransportIB means libfabric's verbs provider on device, unless MSCCLPP_NET_PROVIDER
-// names another provider, which then decides (and device is not checked).
-func refuseIB(remoteRank, tag int, device string) error {
-	what := fmt.Sprintf("connect to rank %d tag %d over IB", remoteRank, tag)
-	provider := config.NetProvider.Get()
-	if provider == "" {
-		provider = "verbs"
-		if device != "" {
-			domains, err := fabric.Domains(provider)
-			if err != nil {
-				return fmt.Errorf("%s: no RDMA device was found: %w: %w", what, core.ErrTransportUnavailable, err)
-			}
-			if !slices.Contains(domains, device) {
-				offered := "none"
-				if len(domains) > 0 {
-					offered = strings.Join(domains, ", ")
-				}
-				return fmt.Errorf("%s: no RDMA device was found named %q (libfabric's verbs provider offers: %s; MSCCLPP_NET_PROVIDER picks another provider): %w",
-					what, device, offered, core.ErrTransportUnavailable)
-			}
-		}
+// checkIBDevice checks the NIC an IB connection names. mscclppTransportIB means libfabric's
+// verbs provider on device, unless MSCCLPP_NET_PROVIDER names another provider, which then
+// decides (and device is not checked). A device verbs does not offer is refused, naming the ones
+// it does.
+func checkIBDevice(remoteRank, tag int, device string) error {
+	if config.NetProvider.Get() != "" || device == "" {
+		return nil
 	}
-	return fmt.Errorf("%s (libfabric provider %s, device %q): the legacy API's network path (device buffers through the proxy) is not implemented yet; the channel API (core.h) connects host and GPU memory over it: %w",
-		what, provider, device, core.ErrTransportUnavailable)
+	what := fmt.Sprintf("connect to rank %d tag %d over IB", remoteRank, tag)
+	domains, err := fabric.Domains("verbs")
+	if err != nil {
+		return fmt.Errorf("%s: no RDMA device was found (MSCCLPP_NET_PROVIDER picks another libfabric provider, e.g. tcp): %w: %w",
+			what, core.ErrTransportUnavailable, err)
+	}
+	if !slices.Contains(domains, device) {
+		offered := "none"
+		if len(domains) > 0 {
+			offered = strings.Join(domains, ", ")
+		}
+		return fmt.Errorf("%s: no RDMA device was found named %q (libfabric's verbs provider offers: %s; MSCCLPP_NET_PROVIDER picks another provider): %w",
+			what, device, offered, core.ErrTransportUnavailable)
+	}
+	return nil
 }

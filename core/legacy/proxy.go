@@ -56,6 +56,7 @@ func (c *Comm) proxyConnTable(first int) []proxy.Conn {
 			RemoteSignal: uint64(conn.remoteSig) + proxyFieldShift, // &remoteSignalEpochId->proxy
 			SignalID:     first + k,                                // one signal count per legacy connection
 			Peer:         conn.remoteRank, Tag: conn.tag,
+			Route: conn.route, // IB: the puts and signals go over libfabric
 		})
 	}
 	return table

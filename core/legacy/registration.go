@@ -46,11 +46,17 @@ func (c *Comm) RegisterBuffer(ctx context.Context, buf cuda.DevicePtr, size uint
 	if len(c.conns) == 0 {
 		return nil, fmt.Errorf("register buffer: no connections to register it with: %w", ErrNotSetUp)
 	}
+	for _, conn := range c.conns {
+		if conn.transport == core.TransportIB {
+			return nil, fmt.Errorf("register buffer: connection to rank %d tag %d is over IB, where registered buffers are not implemented (P2P connections only): %w",
+				conn.remoteRank, conn.tag, core.ErrTransportUnavailable)
+		}
+	}
 	if _, err := deviceOf(buf, c.gpu.device, "register buffer"); err != nil {
 		return nil, err
 	}
 	var msg [core.RegisteredMemoryBytes]byte
-	if err := c.gpu.export(&msg, buf, size); err != nil {
+	if _, err := c.gpu.export(&msg, buf, size, core.TransportP2P); err != nil {
 		return nil, fmt.Errorf("register buffer: %w", err)
 	}
 

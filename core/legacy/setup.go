@@ -9,6 +9,7 @@ import (
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
 // ConnectionSetup sets up every connection declared since the last setup. It is collective
@@ -118,12 +119,18 @@ func (c *Comm) setUp(ctx context.Context, pending []int) error {
 		conn := c.conns[i]
 		conn.localSig = sigs + cuda.DevicePtr(k*signalPairBytes)
 		conn.waitEpoch = waits + cuda.DevicePtr(k*waitEpochBytes)
-		info := connInfo{tag: int32(conn.tag)}
-		if err := g.export(&info.buf, conn.localBuf, conn.size); err != nil {
-			return fmt.Errorf("connection to rank %d tag %d: %w", conn.remoteRank, conn.tag, err)
-		}
-		if err := g.export(&info.sig, conn.localSig, uint64(signalPairBytes)); err != nil {
-			return fmt.Errorf("connection to rank %d tag %d: signal pair: %w", conn.remoteRank, conn.tag, err)
+		info := connInfo{tag: int32(conn.tag), transport: conn.transport}
+		if conn.transport == core.TransportIB {
+			if err := g.exportIB(&info, conn); err != nil {
+				return fmt.Errorf("connection to rank %d tag %d over IB: %w", conn.remoteRank, conn.tag, err)
+			}
+		} else {
+			if _, err := g.export(&info.buf, conn.localBuf, conn.size, core.TransportP2P); err != nil {
+				return fmt.Errorf("connection to rank %d tag %d: %w", conn.remoteRank, conn.tag, err)
+			}
+			if _, err := g.export(&info.sig, conn.localSig, uint64(signalPairBytes), core.TransportP2P); err != nil {
+				return fmt.Errorf("connection to rank %d tag %d: signal pair: %w", conn.remoteRank, conn.tag, err)
+			}
 		}
 		lists[conn.remoteRank] = append(lists[conn.remoteRank], info)
 		order[conn.remoteRank] = append(order[conn.remoteRank], i)
@@ -159,7 +166,16 @@ func (c *Comm) setUp(ctx context.Context, pending []int) error {
 			return err
 		}
 		for k, i := range order[peer] {
-			if err := c.attach(c.conns[i], matched[k]); err != nil {
+			conn := c.conns[i]
+			if matched[k].transport != conn.transport {
+				return fmt.Errorf("connection with rank %d tag %d: this rank declared it over %v, rank %d over %v: %w",
+					peer, conn.tag, conn.transport, peer, matched[k].transport, errs.ErrInvalidUsage)
+			}
+			attach := c.attach
+			if conn.transport == core.TransportIB {
+				attach = c.attachIB
+			}
+			if err := attach(conn, matched[k]); err != nil {
 				return err
 			}
 		}
@@ -190,18 +206,82 @@ func (c *Comm) attach(conn *connection, peer connInfo) error {
 	return nil
 }
 
-// export registers size bytes at p in the communicator's context and writes the registration's
-// wire form to out.
-func (g *gpuState) export(out *[core.RegisteredMemoryBytes]byte, p cuda.DevicePtr, size uint64) error {
-	m, err := g.ctx.RegisterMemory(p, size, core.TransportP2P)
+// export registers size bytes at p in the communicator's context for transport t and writes
+// the registration's wire form to out.
+func (g *gpuState) export(out *[core.RegisteredMemoryBytes]byte, p cuda.DevicePtr, size uint64, t core.Transport) (core.RegisteredMemory, error) {
+	m, err := g.ctx.RegisterMemory(p, size, t)
 	if err != nil {
-		return err
+		return core.RegisteredMemory{}, err
 	}
 	b, err := m.MarshalBinary()
 	if err != nil {
-		return err
+		return core.RegisteredMemory{}, err
 	}
 	copy(out[:], b)
+	return m, nil
+}
+
+// exportIB registers conn's buffer and signal pair for the network and fills info with them and
+// this rank's libfabric endpoint, made with the first IB connection on the NIC conn names (when
+// MSCCLPP_NET_PROVIDER leaves the choice to verbs).
+func (g *gpuState) exportIB(info *connInfo, conn *connection) error {
+	if conn.device != "" && config.NetProvider.Get() == "" {
+		if err := g.ctx.UseNetDomain(conn.device); err != nil { // one NIC per communicator
+			return err
+		}
+	}
+	if g.ib == (core.Endpoint{}) {
+		ep, err := g.ctx.CreateEndpoint(core.EndpointConfig{Transport: core.TransportIB,
+			Device: core.Device{Type: core.DeviceGPU, ID: int(g.device)}})
+		if err != nil {
+			return err
+		}
+		g.ib, g.ibConns = ep, map[int]*core.Connection{}
+	}
+	b, err := g.ib.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	copy(info.endpoint[:], b)
+	if conn.localReg, err = g.export(&info.buf, conn.localBuf, conn.size, core.TransportIB); err != nil {
+		return err
+	}
+	if _, err := g.export(&info.sig, conn.localSig, uint64(signalPairBytes), core.TransportIB); err != nil {
+		return fmt.Errorf("signal pair: %w", err)
+	}
+	return nil
+}
+
+// attachIB connects conn to the peer's libfabric endpoint (one core connection per peer) and
+// builds the proxy route that carries conn's puts into the peer's buffer and its signals into the
+// peer's signal pair. Nothing of the peer is mapped here: the device connection's remote
+// pointers stay NULL.
+func (c *Comm) attachIB(conn *connection, peer connInfo) error {
+	g := c.gpu
+	what := fmt.Sprintf("connection to rank %d tag %d over IB", conn.remoteRank, conn.tag)
+	cc := g.ibConns[conn.remoteRank]
+	if cc == nil {
+		ep, err := core.UnmarshalEndpoint(peer.endpoint[:])
+		if err != nil {
+			return fmt.Errorf("%s: rank %d's endpoint: %w: %w", what, conn.remoteRank, ErrBadConnList, err)
+		}
+		if cc, err = g.ctx.Connect(g.ib, ep); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		g.ibConns[conn.remoteRank] = cc
+	}
+	buf, err := g.open(peer.buf[:])
+	if err != nil {
+		return fmt.Errorf("%s: rank %d's buffer: %w", what, conn.remoteRank, err)
+	}
+	sig, err := g.open(peer.sig[:])
+	if err != nil {
+		return fmt.Errorf("%s: rank %d's signal counters: %w", what, conn.remoteRank, err)
+	}
+	if conn.route, err = core.NewConnectionRoute(cc, buf, conn.localReg, sig, proxyFieldShift); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	conn.remoteSize = buf.Size()
 	return nil
 }
 

@@ -8,26 +8,30 @@ import (
 	"github.com/mscclpp-go/mscclpp/core/errs"
 )
 
-// connInfo is what one end of a connection tells the other during setup: its buffer and its
-// signal pair, each as a core.RegisteredMemory in its wire form (which the peer maps with
-// core.UnmarshalRegisteredMemory).
+// connInfo is what one end of a connection tells the other during setup: the transport, its
+// buffer and its signal pair, each as a core.RegisteredMemory in its wire form (which the peer
+// opens with core.UnmarshalRegisteredMemory), and for IB the libfabric endpoint the peer connects
+// to (zero for P2P).
 type connInfo struct {
-	tag int32
-	buf [core.RegisteredMemoryBytes]byte
-	sig [core.RegisteredMemoryBytes]byte
+	tag       int32
+	transport core.Transport
+	buf       [core.RegisteredMemoryBytes]byte
+	sig       [core.RegisteredMemoryBytes]byte
+	endpoint  [core.EndpointBytes]byte
 }
 
 // Wire format of one rank's connection list for one peer, little-endian:
 //
-//	magic uint32 | version uint32 | count uint32 | count × (tag int32, buf, sig)
+//	magic uint32 | version uint32 | count uint32 | count × (tag int32, transport uint32, buf, sig, endpoint)
 //
-// where buf and sig are RegisteredMemory.MarshalBinary's bytes. Version 1 carried raw CUDA IPC
-// handles and offsets instead.
+// where buf and sig are RegisteredMemory.MarshalBinary's bytes and endpoint
+// Endpoint.MarshalBinary's. Version 2 had neither transport nor endpoint (CUDA IPC only), version
+// 1 carried raw CUDA IPC handles and offsets.
 const (
 	connListMagic    = 0x4e43534d // "MSCN"
-	connListVersion  = 2
+	connListVersion  = 3
 	connListHeader   = 12
-	connInfoBytes    = 4 + 2*core.RegisteredMemoryBytes
+	connInfoBytes    = 4 + 4 + 2*core.RegisteredMemoryBytes + core.EndpointBytes
 	maxConnListBytes = connListHeader + MaxConnections*connInfoBytes
 )
 
@@ -41,8 +45,10 @@ func encodeConnList(infos []connInfo) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(infos)))
 	for _, in := range infos {
 		b = binary.LittleEndian.AppendUint32(b, uint32(in.tag))
+		b = binary.LittleEndian.AppendUint32(b, uint32(in.transport))
 		b = append(b, in.buf[:]...)
 		b = append(b, in.sig[:]...)
+		b = append(b, in.endpoint[:]...)
 	}
 	return b
 }
@@ -66,8 +72,14 @@ func decodeConnList(b []byte) ([]connInfo, error) {
 	for i := range infos {
 		in := &infos[i]
 		in.tag = int32(binary.LittleEndian.Uint32(p))
-		copy(in.buf[:], p[4:])
-		copy(in.sig[:], p[4+core.RegisteredMemoryBytes:])
+		in.transport = core.Transport(binary.LittleEndian.Uint32(p[4:]))
+		if in.transport != core.TransportP2P && in.transport != core.TransportIB {
+			return nil, fmt.Errorf("%w: entry %d: transport %d", ErrBadConnList, i, uint32(in.transport))
+		}
+		q := p[8:]
+		q = q[copy(in.buf[:], q):]
+		q = q[copy(in.sig[:], q):]
+		copy(in.endpoint[:], q)
 		p = p[connInfoBytes:]
 	}
 	return infos, nil

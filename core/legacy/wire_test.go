@@ -22,10 +22,14 @@ func memBytes(seed byte) (b [core.RegisteredMemoryBytes]byte) {
 
 func TestConnListRoundTrip(t *testing.T) {
 	h1, h2 := memBytes(0), memBytes(99)
+	var ep [core.EndpointBytes]byte
+	for i := range ep {
+		ep[i] = byte(3 * i)
+	}
 	tests := [][]connInfo{
 		nil,
 		{{tag: 0, buf: h1, sig: h2}},
-		{{tag: -5, buf: h2, sig: h1}, {tag: 7, buf: h1, sig: h1}},
+		{{tag: -5, buf: h2, sig: h1}, {tag: 7, transport: core.TransportIB, buf: h1, sig: h1, endpoint: ep}},
 	}
 	for _, infos := range tests {
 		got, err := decodeConnList(encodeConnList(infos))
@@ -48,6 +52,8 @@ func TestDecodeConnListRefuses(t *testing.T) {
 		"count too big": corrupt(func(b []byte) []byte { b[8] = 2; return b }),
 		"truncated":     valid[:len(valid)-1],
 		"trailing byte": append(append([]byte(nil), valid...), 0),
+		"SHM transport": corrupt(func(b []byte) []byte { b[connListHeader+4] = byte(core.TransportSHM); return b }),
+		"transport 9":   corrupt(func(b []byte) []byte { b[connListHeader+4] = 9; return b }),
 	}
 	for name, msg := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -27,6 +27,7 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -236,6 +237,17 @@ inline mscclppDevConn_t* deviceConnections(mscclppComm_t comm, const std::vector
   CHECK_CUDA(cudaMemcpy(devConns, conns.data(), sizeof(mscclppDevConn_t) * peers.size(), cudaMemcpyHostToDevice));
   if (hostCopy != nullptr) *hostCopy = conns;
   return devConns;
+}
+
+// The transport the programs connect over: mscclppTransportP2P, or mscclppTransportIB when the
+// environment has LEGACY_TRANSPORT=ib. Over IB every byte takes the network path (libfabric;
+// MSCCLPP_NET_PROVIDER=tcp where there is no RDMA NIC), and the device connections have no
+// remoteBuff; gpu-test runs it with each rank a host of its own (MSCCLPP_HOSTID).
+inline mscclppTransport_t transportUnderTest() {
+  const char* t = std::getenv("LEGACY_TRANSPORT");
+  if (t == nullptr || std::strcmp(t, "p2p") == 0) return mscclppTransportP2P;
+  if (std::strcmp(t, "ib") == 0) return mscclppTransportIB;
+  fatal("LEGACY_TRANSPORT=%s: want p2p or ib", t);
 }
 
 // All ranks but this one, ascending: the peer order every program connects in.

@@ -2,7 +2,7 @@
 // style of the original 0.1 tests.
 //
 // Every rank holds one buffer of nranks chunks and owns chunk `rank`. It opens one connection per
-// peer (tag 0, P2P), all registering that same whole buffer, so the offsets of a put mean the same
+// peer (tag 0, P2P, or IB with LEGACY_TRANSPORT=ib), all registering that same whole buffer, so the offsets of a put mean the same
 // thing at both ends. One kernel runs a warp per peer: lane 0 of warp w calls
 // putWithSignal(rank * chunk, rank * chunk, chunk) on connection w, then flush(), then wait() for
 // the peer's chunk. Afterwards the GPU checks every chunk of the buffer (own one included) against
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaMalloc(&buffer, bufferBytes));
   CHECK_CUDA(cudaMemset(buffer, 0, bufferBytes));
   const std::vector<int> peers = otherRanks();
-  for (int peer : peers) CHECK_MSCCLPP(mscclppConnect(comm, peer, kTag, buffer, bufferBytes, mscclppTransportP2P));
+  for (int peer : peers) CHECK_MSCCLPP(mscclppConnect(comm, peer, kTag, buffer, bufferBytes, transportUnderTest()));
   CHECK_MSCCLPP(mscclppConnectionSetup(comm));
   mscclppDevConn_t* conns = deviceConnections(comm, peers, kTag, std::vector<void*>(peers.size(), buffer));
 

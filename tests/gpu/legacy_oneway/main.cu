@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <string>
 #include <vector>
 
 namespace {
@@ -73,7 +74,9 @@ int main(int argc, char** argv) {
   if (active) {
     check(cudaMalloc(&buf, kBytes) == cudaSuccess, "cudaMalloc", rank);
     check(cudaMemset(buf, 0, kBytes) == cudaSuccess, "cudaMemset", rank);
-    check(mscclppConnect(comm, rank == kSender ? kReceiver : kSender, kTag, buf, kBytes, mscclppTransportP2P) ==
+    const char* t = std::getenv("LEGACY_TRANSPORT");  // "ib": over the network (see ../legacy_util.cuh)
+    const mscclppTransport_t transport = t != nullptr && std::string(t) == "ib" ? mscclppTransportIB : mscclppTransportP2P;
+    check(mscclppConnect(comm, rank == kSender ? kReceiver : kSender, kTag, buf, kBytes, transport) ==
               mscclppSuccess,
           "mscclppConnect", rank);
   }
