@@ -192,7 +192,11 @@ if wanted "soak"; then
 fi
 
 # 4d. compute-sanitizer (the host's CUDA toolkit): memcheck and racecheck on the channels' device
-# test, memcheck on Send/Recv; a reported error fails the check (--error-exitcode).
+# test, memcheck on Send/Recv; then the collectives' checks in their "sanitize" mode (every
+# collective at a few sizes per algorithm, on unregistered and registered buffers: see
+# tests/gpu/collectives/main.cu), memcheck and racecheck with the algorithms chosen by size, and
+# memcheck with the ones only a forced choice picks on 2 ranks (AllReduce packet2, rsag_port and
+# port, AllGather port). A reported error fails the check (--error-exitcode).
 sanitizer=/usr/local/cuda/bin/compute-sanitizer
 if wanted "sanitizer" && [ -x "$sanitizer" ]; then
 	for prog in channels_device p2p; do
@@ -204,6 +208,21 @@ if wanted "sanitizer" && [ -x "$sanitizer" ]; then
 			run "sanitizer $tool: $prog" 300 $mpirun -np "$np" "$sanitizer" --tool "$tool" --error-exitcode 9 "$bin/$prog"
 		done
 	done
+	if build_cuda tests/gpu/collectives/main.cu "$bin/collectives" >/dev/null; then
+		# ALLREDUCE_ALGO/ALLGATHER_ALGO; "auto" forces nothing.
+		for algos in auto/auto packet2/port rsag_port/auto port/auto; do
+			ar=${algos%/*} ag=${algos#*/} tools="memcheck" name="quick"
+			[ "$algos" = auto/auto ] && tools="memcheck racecheck"
+			[ "$algos" = auto/auto ] || name="quick, allreduce $ar, allgather $ag"
+			for tool in $tools; do
+				run "sanitizer $tool: collectives ($name)" 300 env MSCCLPP_ALLREDUCE_ALGO="$ar" MSCCLPP_ALLGATHER_ALGO="$ag" \
+					$mpirun -x MSCCLPP_ALLREDUCE_ALGO -x MSCCLPP_ALLGATHER_ALGO -np "$np" \
+					"$sanitizer" --tool "$tool" --error-exitcode 9 "$bin/collectives" sanitize
+			done
+		done
+	else
+		result "build collectives" 1
+	fi
 fi
 
 # 5. The Go API's example (built by `make gpu-bundle`).

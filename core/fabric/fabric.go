@@ -29,7 +29,8 @@ var (
 	ErrFabric = errs.New(errs.ErrSystem, "libfabric error")
 	// ErrClosed: the endpoint was closed.
 	ErrClosed = errs.New(errs.ErrInvalidUsage, "fabric endpoint is closed")
-	// ErrTimedOut: the provider did not take a write within MSCCLPP_NET_TIMEOUT.
+	// ErrTimedOut: the provider did not take a write or a message, or no source buffer for one
+	// came free, within MSCCLPP_NET_TIMEOUT.
 	ErrTimedOut = errs.New(errs.ErrSystem, "libfabric write timed out")
 )
 
@@ -344,7 +345,9 @@ func (e *Endpoint) Write(peer Peer, src *Region, srcOff uint64, dst Remote, dstO
 }
 
 // WriteValue posts, after every write posted before it, an 8-byte write of value to the peer's
-// dst at dstOff: a signal.
+// dst at dstOff: a signal. Its source is one of valueSlots words, each reused once the write
+// that read it has completed; when every word is still in flight (a peer that stopped
+// progressing) it waits for one for at most MSCCLPP_NET_TIMEOUT, then fails with ErrTimedOut.
 func (e *Endpoint) WriteValue(peer Peer, dst Remote, dstOff, value uint64) error {
 	if dstOff > dst.Size || 8 > dst.Size-dstOff {
 		return fmt.Errorf("write 8 bytes to offset %d of the peer's %d-byte region: %w", dstOff, dst.Size, errs.ErrInvalidArgument)
@@ -352,14 +355,20 @@ func (e *Endpoint) WriteValue(peer Peer, dst Remote, dstOff, value uint64) error
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	// The source word must stay as written until its write completes: reuse a slot only once
-	// the write that read it before has completed.
+	// the write that read it before has completed, waiting for that for at most
+	// MSCCLPP_NET_TIMEOUT.
 	slot := e.valueNext % valueSlots
+	var wait patience
 	for e.valueBusy[slot] {
 		if e.c == nil {
 			return ErrClosed
 		}
 		if err := e.poll(); err != nil {
 			return err
+		}
+		if e.valueBusy[slot] && wait.exhausted() {
+			return fmt.Errorf("%v: a signal to peer %d waited for a source word (of %d, reused in turn) that did not come free within %v (MSCCLPP_NET_TIMEOUT; does the peer still progress?): %w",
+				e, peer, valueSlots, config.NetTimeout.Get(), ErrTimedOut)
 		}
 	}
 	e.valueNext++

@@ -214,6 +214,90 @@ func TestWriteTimesOutWhenPeerStalls(t *testing.T) {
 	t.Log(werr)
 }
 
+// TestSignalTimesOutWhenPeerStalls: a peer that stops progressing once connected (here: stops
+// polling after a first signal) leaves a large write queued at the writer and every signal behind
+// it in flight; once all of WriteValue's source words are in flight, it waits for one for at most
+// MSCCLPP_NET_TIMEOUT and then fails with ErrTimedOut, over the real tcp provider. Should the wait
+// not end, the peer resumes progressing after the test's own deadline, so the writer comes back
+// and the test fails rather than hangs.
+func TestSignalTimesOutWhenPeerStalls(t *testing.T) {
+	const big = 64 << 20 // more than the sockets between the two endpoints hold
+	a, b, ab, _ := pair(t, "tcp", "lo")
+	config.NetTimeout.Set(300 * time.Millisecond)
+	defer config.NetTimeout.Reset()
+	src := testutil.HostMemory(t, big)
+	dst := testutil.HostMemory(t, big+4096)
+	s, err := a.Register(addr(src), big)
+	require.NoError(t, err)
+	defer s.Deregister()
+	d, err := b.Register(addr(dst), big+4096)
+	require.NoError(t, err)
+	defer d.Deregister()
+
+	var stalled atomic.Bool
+	stop := make(chan struct{})
+	progressed := make(chan struct{})
+	go func() {
+		defer close(progressed)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if !stalled.Load() {
+				_ = b.Progress()
+			}
+			time.Sleep(time.Microsecond)
+		}
+	}()
+	defer func() { stalled.Store(false); close(stop); <-progressed }()
+
+	// Connect while the peer progresses, then stall it.
+	require.NoError(t, a.WriteValue(ab, d.Remote(), big, 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, a.Flush(ctx))
+	stalled.Store(true)
+	time.Sleep(10 * time.Millisecond) // let a Progress under way return
+
+	type result struct {
+		sent    int
+		err     error
+		elapsed time.Duration // of the call that failed
+	}
+	done := make(chan result, 1)
+	go func() {
+		if err := a.Write(ab, s, 0, d.Remote(), 0, big); err != nil {
+			done <- result{err: err}
+			return
+		}
+		for k := 0; k < 2*valueSlots; k++ {
+			start := time.Now()
+			if err := a.WriteValue(ab, d.Remote(), big, uint64(k+2)); err != nil {
+				done <- result{k, err, time.Since(start)}
+				return
+			}
+		}
+		done <- result{sent: 2 * valueSlots}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		stalled.Store(false) // the writer returns once the peer takes its writes
+		r = <-done
+		t.Fatalf("WriteValue waited for a free source word past MSCCLPP_NET_TIMEOUT (300ms) and the test's 10 s; came back after the peer resumed with %v", r.err)
+	}
+	require.ErrorIs(t, r.err, ErrTimedOut, "after %d signals", r.sent)
+	assert.ErrorIs(t, r.err, errs.ErrSystem)
+	assert.Contains(t, r.err.Error(), "waited for a source word")
+	assert.GreaterOrEqual(t, r.sent, valueSlots-1, "a signal failed before every source word was in flight")
+	assert.GreaterOrEqual(t, r.elapsed, 300*time.Millisecond)
+	assert.Less(t, r.elapsed, 5*time.Second)
+	t.Log(r.err)
+}
+
 // TestManySignals: more signals in flight than WriteValue has source words; each lands in order,
 // so the word ends at the last value and no slot was reused before its write completed.
 func TestManySignals(t *testing.T) {

@@ -22,15 +22,25 @@
 // (integer avg: the sum divided with truncation toward zero, exactly). Rank 0 prints one line per
 // group of checks and "collectives: N passed, M failed"; the exit status is 0 only if all passed.
 //
-//   mpirun -np N ./collectives [quick] [registered]
+//   mpirun -np N ./collectives [quick | sanitize] [registered]
 //   mpirun -x MSCCLPP_COLL_MAX_SPINS=1048576 -np N ./collectives disagree
 // Rank r uses GPU r % deviceCount (ranks that share a GPU get MSCCLPP_COLL_MAX_BLOCKS set so that
 // two communicators' calls fit at once; see main); "quick" skips 256 MiB; "registered" carves
 // every buffer out of one arena per rank registered with mscclppCollRegister (at an offset that
 // differs between ranks), so that the large calls run zero-copy. MSCCLPP_ALLREDUCE_ALGO /
 // MSCCLPP_ALLGATHER_ALGO force an algorithm for every size (ReduceScatter and Broadcast, which no
-// variable forces, are then left out: they run in the runs that force nothing). "disagree" runs only the check of
-// ranks that disagree about registration (see disagree() below).
+// variable forces, are then left out: they run in the runs that force nothing; "auto" forces
+// nothing). "disagree" runs only the check of ranks that disagree about registration (see
+// disagree() below).
+// "sanitize" is a run small enough for compute-sanitizer, which slows kernels 10-100x
+// (scripts/gpu-test.sh, section 4d; a fifth of a full run's calls, none over 32 MiB): every
+// collective and Scale, with sum and max, for one type of each element size (float32, float16,
+// int8, float64; AllGather and Broadcast: float32, uint8, int64), at counts that reach each
+// algorithm the sizes pick (kSanitizeCounts: packets, then rsag and put, and on more than 2 ranks
+// packet2 and sag), in and out of place, aligned and not; then, unless "registered" is given,
+// float32 AllReduce and AllGather again on registered buffers (direct, rsag_direct); the 1000
+// small dependent calls, the interleaved calls, two communicators and the graph as in a full run.
+// Forcing an algorithm reaches the rest (packet2 on 2 ranks, port, rsag_port).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -377,11 +387,20 @@ void checkBroadcast(Group& g, mscclppCollComm_t comm, cudaStream_t s, size_t n, 
 const std::vector<size_t> kCounts = {1, 2, 3, 5, 8, 31, 33, 100, 1023, 1025, 4097, 12345, 65537,
                                      131071, 262147, 500001, 1048583, 4194319};
 
+// "sanitize": packets (1 element to 256 KiB of float32; two-shot from 128 KiB on more than 2
+// ranks), then past every packet limit (4 MiB of float32: rsag, put; direct on registered
+// buffers) and past direct's (16 MiB of float32: rsag_direct).
+const std::vector<size_t> kSanitizeCounts = {1, 33, 1025, 65537, 1048579, 4194319};
+
+// The counts and the operators of the sweeps: every one, or in "sanitize" mode a few.
+const std::vector<size_t>* g_counts = &kCounts;
+std::vector<mscclppRedOp_t> g_ops(std::begin(kOps), std::end(kOps));
+
 template <typename T>
 void allReduceSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
-  for (mscclppRedOp_t op : kOps) {
+  for (mscclppRedOp_t op : g_ops) {
     Group g(std::string("allreduce ") + Type<T>::name + " " + opName(op));
-    for (size_t n : kCounts)
+    for (size_t n : *g_counts)
       for (bool inPlace : {false, true})
         for (size_t offset : {0, 1}) checkAllReduce<T>(g, comm, s, n, op, inPlace, offset);
     if (big && op == mscclppSum && sizeof(T) != 8) {
@@ -392,13 +411,13 @@ void allReduceSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
   }
 }
 
-// ReduceScatter: every operator, 0 and kCounts elements per rank; with big, tens of MiB.
+// ReduceScatter: every operator, 0 and g_counts elements per rank; with big, tens of MiB.
 template <typename T>
 void reduceScatterSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
-  for (mscclppRedOp_t op : kOps) {
+  for (mscclppRedOp_t op : g_ops) {
     Group g(std::string("reducescatter ") + Type<T>::name + " " + opName(op));
     checkReduceScatter<T>(g, comm, s, 0, op, false, 0);
-    for (size_t n : kCounts)
+    for (size_t n : *g_counts)
       for (bool inPlace : {false, true})
         for (size_t offset : {0, 1}) checkReduceScatter<T>(g, comm, s, n, op, inPlace, offset);
     if (big && op == mscclppSum && sizeof(T) != 8) {
@@ -409,7 +428,7 @@ void reduceScatterSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
   }
 }
 
-// Broadcast: roots 0, 1 and the last rank, 0 and kCounts elements; with big, tens of MiB.
+// Broadcast: roots 0, 1 and the last rank, 0 and g_counts elements; with big, tens of MiB.
 template <typename T>
 void broadcastSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
   Group g(std::string("broadcast ") + Type<T>::name);
@@ -417,7 +436,7 @@ void broadcastSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
   for (int r : {1, g_nranks - 1})
     if (r < g_nranks && std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
   checkBroadcast<T>(g, comm, s, 0, 0, false, 0);
-  for (size_t n : kCounts)
+  for (size_t n : *g_counts)
     for (int root : roots)
       for (bool inPlace : {false, true})
         for (size_t offset : {0, 1}) checkBroadcast<T>(g, comm, s, n, root, inPlace, offset);
@@ -431,7 +450,7 @@ void broadcastSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
 template <typename T>
 void allGatherSweep(mscclppCollComm_t comm, cudaStream_t s, bool big) {
   Group g(std::string("allgather ") + Type<T>::name);
-  for (size_t n : kCounts)
+  for (size_t n : *g_counts)
     for (bool inPlace : {false, true})
       for (size_t offset : {0, 1}) checkAllGather<T>(g, comm, s, n, inPlace, offset);
   if (big) checkAllGather<T>(g, comm, s, (256u << 20) / sizeof(T) / g_nranks + 1, false, 0);  // 256 MiB out
@@ -792,15 +811,101 @@ int disagree() {
   return all ? 0 : 1;
 }
 
+// The sweeps of a full or "quick" run; reduceScatterAndBroadcast: nothing is forced (ReduceScatter
+// and Broadcast run).
+void fullSweeps(mscclppCollComm_t comm, cudaStream_t s, bool big, bool reduceScatterAndBroadcast) {
+  allReduceSweep<float>(comm, s, big);
+  allReduceSweep<__half>(comm, s, false);
+  allReduceSweep<__nv_bfloat16>(comm, s, big);
+  allReduceSweep<int32_t>(comm, s, false);
+  allReduceSweep<uint32_t>(comm, s, false);
+  allReduceSweep<double>(comm, s, false);
+  allReduceSweep<int8_t>(comm, s, false);
+  allReduceSweep<uint8_t>(comm, s, false);
+  allReduceSweep<int64_t>(comm, s, false);
+  allReduceSweep<uint64_t>(comm, s, false);
+  allGatherSweep<float>(comm, s, big);
+  allGatherSweep<__half>(comm, s, false);
+  allGatherSweep<double>(comm, s, false);
+  allGatherSweep<uint8_t>(comm, s, false);
+  allGatherSweep<int64_t>(comm, s, false);
+  allGatherSweep<Fp8E5M2>(comm, s, false);
+  if (reduceScatterAndBroadcast) {
+    // ReduceScatter and Broadcast choose their algorithm by size alone: once per run suffices.
+    reduceScatterSweep<float>(comm, s, big);
+    reduceScatterSweep<__half>(comm, s, false);
+    reduceScatterSweep<__nv_bfloat16>(comm, s, big);
+    reduceScatterSweep<int32_t>(comm, s, false);
+    reduceScatterSweep<uint32_t>(comm, s, false);
+    reduceScatterSweep<double>(comm, s, false);
+    reduceScatterSweep<int8_t>(comm, s, false);
+    reduceScatterSweep<uint8_t>(comm, s, false);
+    reduceScatterSweep<int64_t>(comm, s, false);
+    reduceScatterSweep<uint64_t>(comm, s, false);
+    broadcastSweep<float>(comm, s, big);
+    broadcastSweep<__half>(comm, s, false);
+    broadcastSweep<uint8_t>(comm, s, big);
+    broadcastSweep<int8_t>(comm, s, false);
+    broadcastSweep<int64_t>(comm, s, false);
+    broadcastSweep<uint64_t>(comm, s, false);
+    broadcastSweep<Fp8E4M3>(comm, s, false);
+    broadcastBurst(comm, s);
+    scaleSweep<float>(comm, s);
+    scaleSweep<__half>(comm, s);
+    scaleSweep<__nv_bfloat16>(comm, s);
+    scaleSweep<int32_t>(comm, s);
+    scaleSweep<uint32_t>(comm, s);
+    scaleSweep<double>(comm, s);
+    scaleSweep<int8_t>(comm, s);
+    scaleSweep<uint8_t>(comm, s);
+    scaleSweep<int64_t>(comm, s);
+    scaleSweep<uint64_t>(comm, s);
+    scaleGraph(comm, s);
+  }
+}
+
+// The sweeps of "sanitize" mode (see the top of the file); reduceScatterAndBroadcast: nothing is
+// forced (ReduceScatter and Broadcast run); registered: every buffer is registered already.
+void sanitizeSweeps(mscclppCollComm_t comm, cudaStream_t s, bool reduceScatterAndBroadcast, bool registered) {
+  allReduceSweep<float>(comm, s, false);
+  allReduceSweep<__half>(comm, s, false);
+  allReduceSweep<int8_t>(comm, s, false);
+  allReduceSweep<double>(comm, s, false);
+  allGatherSweep<float>(comm, s, false);
+  allGatherSweep<uint8_t>(comm, s, false);
+  allGatherSweep<int64_t>(comm, s, false);
+  if (reduceScatterAndBroadcast) {
+    reduceScatterSweep<float>(comm, s, false);
+    reduceScatterSweep<__half>(comm, s, false);
+    reduceScatterSweep<int8_t>(comm, s, false);
+    reduceScatterSweep<double>(comm, s, false);
+    broadcastSweep<float>(comm, s, false);
+    broadcastSweep<uint8_t>(comm, s, false);
+    broadcastSweep<int64_t>(comm, s, false);
+    broadcastBurst(comm, s);
+    scaleSweep<float>(comm, s);
+    scaleSweep<int8_t>(comm, s);
+    scaleGraph(comm, s);
+  }
+  if (!registered) {
+    g_arena = new Arena(comm);
+    allReduceSweep<float>(comm, s, false);
+    allGatherSweep<float>(comm, s, false);
+    delete g_arena;
+    g_arena = nullptr;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-  bool big = true, registered = false, disagreeing = false;
+  bool big = true, registered = false, disagreeing = false, sanitize = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "quick") == 0) big = false;
+    if (std::strcmp(argv[i], "sanitize") == 0) sanitize = true, big = false;
     if (std::strcmp(argv[i], "registered") == 0) registered = true;
     if (std::strcmp(argv[i], "disagree") == 0) disagreeing = true;
   }
@@ -823,12 +928,21 @@ int main(int argc, char** argv) {
                   g_nranks, devices, blocks, kConcurrentComms);
     }
   }
-  const char* ar = std::getenv("MSCCLPP_ALLREDUCE_ALGO");
-  const char* ag = std::getenv("MSCCLPP_ALLGATHER_ALGO");
+  auto algo = [](const char* name) -> const char* {  // a forced algorithm, or nullptr
+    const char* v = std::getenv(name);
+    return v && *v && std::strcmp(v, "auto") != 0 ? v : nullptr;
+  };
+  const char* ar = algo("MSCCLPP_ALLREDUCE_ALGO");
+  const char* ag = algo("MSCCLPP_ALLGATHER_ALGO");
   const char* forced = ar ? ar : ag;  // an algorithm forced: the run is for AllReduce and AllGather
+  if (sanitize) {
+    g_counts = &kSanitizeCounts;
+    g_ops = {mscclppSum, mscclppMax};  // sum has entry points of its own; the other operators share one
+  }
   if (g_rank == 0) {
-    std::printf("collectives: %d ranks, allreduce algo %s, allgather algo %s, %s buffers\n", g_nranks, ar ? ar : "auto",
-                ag ? ag : "auto", registered ? "registered" : "unregistered");
+    std::printf("collectives: %d ranks, allreduce algo %s, allgather algo %s, %s buffers%s\n", g_nranks,
+                ar ? ar : "auto", ag ? ag : "auto", registered ? "registered" : "unregistered",
+                sanitize ? ", sanitize mode" : "");
   }
   {
     Comm c1;
@@ -837,56 +951,13 @@ int main(int argc, char** argv) {
     CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
     if (registered) g_arena = new Arena(c1.coll);
     refusals(c1.coll, s);
-    allReduceSweep<float>(c1.coll, s, big);
-    allReduceSweep<__half>(c1.coll, s, false);
-    allReduceSweep<__nv_bfloat16>(c1.coll, s, big);
-    allReduceSweep<int32_t>(c1.coll, s, false);
-    allReduceSweep<uint32_t>(c1.coll, s, false);
-    allReduceSweep<double>(c1.coll, s, false);
-    allReduceSweep<int8_t>(c1.coll, s, false);
-    allReduceSweep<uint8_t>(c1.coll, s, false);
-    allReduceSweep<int64_t>(c1.coll, s, false);
-    allReduceSweep<uint64_t>(c1.coll, s, false);
-    allGatherSweep<float>(c1.coll, s, big);
-    allGatherSweep<__half>(c1.coll, s, false);
-    allGatherSweep<double>(c1.coll, s, false);
-    allGatherSweep<uint8_t>(c1.coll, s, false);
-    allGatherSweep<int64_t>(c1.coll, s, false);
-    allGatherSweep<Fp8E5M2>(c1.coll, s, false);
-    if (forced == nullptr) {
-      // ReduceScatter and Broadcast choose their algorithm by size alone: once per run suffices.
-      reduceScatterSweep<float>(c1.coll, s, big);
-      reduceScatterSweep<__half>(c1.coll, s, false);
-      reduceScatterSweep<__nv_bfloat16>(c1.coll, s, big);
-      reduceScatterSweep<int32_t>(c1.coll, s, false);
-      reduceScatterSweep<uint32_t>(c1.coll, s, false);
-      reduceScatterSweep<double>(c1.coll, s, false);
-      reduceScatterSweep<int8_t>(c1.coll, s, false);
-      reduceScatterSweep<uint8_t>(c1.coll, s, false);
-      reduceScatterSweep<int64_t>(c1.coll, s, false);
-      reduceScatterSweep<uint64_t>(c1.coll, s, false);
-      broadcastSweep<float>(c1.coll, s, big);
-      broadcastSweep<__half>(c1.coll, s, false);
-      broadcastSweep<uint8_t>(c1.coll, s, big);
-      broadcastSweep<int8_t>(c1.coll, s, false);
-      broadcastSweep<int64_t>(c1.coll, s, false);
-      broadcastSweep<uint64_t>(c1.coll, s, false);
-      broadcastSweep<Fp8E4M3>(c1.coll, s, false);
-      broadcastBurst(c1.coll, s);
-      scaleSweep<float>(c1.coll, s);
-      scaleSweep<__half>(c1.coll, s);
-      scaleSweep<__nv_bfloat16>(c1.coll, s);
-      scaleSweep<int32_t>(c1.coll, s);
-      scaleSweep<uint32_t>(c1.coll, s);
-      scaleSweep<double>(c1.coll, s);
-      scaleSweep<int8_t>(c1.coll, s);
-      scaleSweep<uint8_t>(c1.coll, s);
-      scaleSweep<int64_t>(c1.coll, s);
-      scaleSweep<uint64_t>(c1.coll, s);
-      scaleGraph(c1.coll, s);
+    if (sanitize) {
+      sanitizeSweeps(c1.coll, s, forced == nullptr, registered);
+    } else {
+      fullSweeps(c1.coll, s, big, forced == nullptr);
     }
     chain(c1.coll, s, 1000);
-    chain(c1.coll, s, 300001);
+    if (!sanitize) chain(c1.coll, s, 300001);
     interleaved(c1.coll, s);
     {
       Comm c2;
