@@ -10,6 +10,9 @@
 //   3. a put of the whole buffer and a signal (refused too: the connection failed at 1),
 // then flushes. The receiver's buffer must still hold its poison, and the sender's
 // mscclppProxyStop must return mscclppInvalidArgument while the receiver's returns success.
+#include <mpi.h>
+#include <mscclpp.h>
+
 #include "../legacy_util.cuh"
 
 namespace {
