@@ -23,6 +23,9 @@ func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op O
 	if count == 0 {
 		return nil
 	}
+	if c.span != nil {
+		return wrapFail(fail, c.spanCall(func() error { return c.span.allReduce(send, recv, count, dt, op, s) }))
+	}
 	forced, _ := forcedAlgorithms()
 	x := call{kind: callAllReduce, args: c.args, local: recv, bytes: bytes,
 		send: span{send, bytes}, recv: span{recv, bytes},
@@ -50,6 +53,9 @@ func (c *Comm) AllGather(send, recv cuda.DevicePtr, sendCount int, dt DataType, 
 	}
 	if sendCount == 0 {
 		return nil
+	}
+	if c.span != nil {
+		return wrapFail(fail, c.spanCall(func() error { return c.span.allGather(send, recv, sendCount, dt, s) }))
 	}
 	_, forced := forcedAlgorithms()
 	x := call{kind: callAllGather, args: c.args, local: mine, bytes: bytes, recv: span{recv, bytes * uint64(c.nRanks)},
@@ -86,6 +92,9 @@ func (c *Comm) ReduceScatter(send, recv cuda.DevicePtr, recvCount int, dt DataTy
 	if recvCount == 0 {
 		return nil
 	}
+	if c.span != nil {
+		return wrapFail(fail, c.spanCall(func() error { return c.span.reduceScatter(send, recv, recvCount, dt, op, s) }))
+	}
 	// With one rank, launch copies from Send to local: this rank's part is the whole input.
 	x := call{kind: callReduceScatter, args: c.args, local: recv, bytes: bytes,
 		choose: func(registered) plan { return chooseReduceScatter(bytes, dt, op, c.nRanks, c.maxGrid) }}
@@ -113,10 +122,31 @@ func (c *Comm) Broadcast(send, recv cuda.DevicePtr, count int, dt DataType, root
 	if count == 0 {
 		return nil
 	}
+	if c.span != nil {
+		return wrapFail(fail, c.spanCall(func() error { return c.span.broadcast(send, recv, count, dt, root, s) }))
+	}
 	x := call{kind: callBroadcast, args: c.args, local: recv, bytes: bytes,
 		choose: func(registered) plan { return chooseBroadcast(bytes, c.nRanks, c.maxGrid) }}
 	x.args.Send, x.args.Recv, x.args.Count, x.args.Op = uintptr(send), uintptr(recv), bytes, uint64(root)
 	if err := c.launch(&x, s); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// spanCall runs one call of the path across hosts under the launch lock, as launch does.
+func (c *Comm) spanCall(run func() error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkUsable(); err != nil {
+		return err
+	}
+	return run()
+}
+
+// wrapFail applies fail to err unless it is nil.
+func wrapFail(fail func(error) error, err error) error {
+	if err != nil {
 		return fail(err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +51,7 @@ type Comm struct {
 	allocs   []cuda.DevicePtr
 	sems     []*core.Semaphore
 	ports    *ports     // the copy-engine path; nil with one rank
+	span     *spanning  // the path across hosts, when the ranks span hosts (spanning.go); nil otherwise
 	args     kernelArgs // the fields every call shares
 	p2pArgs  p2pArgs    // the fields every SendRecv and AlltoAll launch shares (p2p.go)
 
@@ -122,6 +124,20 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 			err = errors.Join(fmt.Errorf("%s: %w", what, err), c.release())
 		}
 	}()
+	if c.nRanks > 1 {
+		hashes, err := gatherHosts(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(hashes, func(h uint64) bool { return h != hashes[0] }) {
+			if c.span, err = newSpanning(ctx, b, comm.Context(), device, hashes, c.pctx); err != nil {
+				return nil, err
+			}
+			c.log.Info("collective communicator ready across hosts", "gpu", device, "ranks", c.nRanks,
+				"hosts", len(c.span.hosts), "ranksOnThisHost", c.span.local.nRanks)
+			return c, nil
+		}
+	}
 	gpu, err := identifyGPU(dev)
 	if err != nil {
 		return nil, err
@@ -482,6 +498,10 @@ func (c *Comm) Close() error {
 // release frees what New acquired so far.
 func (c *Comm) release() error {
 	var errList []error
+	if c.span != nil {
+		errList = append(errList, c.span.close())
+		c.span = nil
+	}
 	for _, r := range c.regs {
 		r.closed = true
 		errList = append(errList, r.unmapPeers())

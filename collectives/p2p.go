@@ -118,6 +118,9 @@ type p2pPeer struct {
 // (in bytes). A call waits only for the peers it names, at most 16 (maxP2PPeers), this rank included.
 func (c *Comm) SendRecv(ops []P2POp, s cuda.Stream) error {
 	fail := func(err error) error { return fmt.Errorf("sendrecv of %d operations: %w", len(ops), err) }
+	if c.span != nil {
+		return fail(ErrAcrossHosts)
+	}
 	peers, order, err := planSendRecv(ops, c.rank, c.nRanks)
 	if err != nil {
 		return fail(err)
@@ -195,6 +198,9 @@ func planSendRecv(ops []P2POp, rank, nRanks int) (map[int]*p2pPeer, []int, error
 // every pair meets in the same launch on both sides.
 func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cuda.Stream) error {
 	fail := func(err error) error { return fmt.Errorf("alltoall of %d %s per rank: %w", count, dt, err) }
+	if c.span != nil {
+		return fail(ErrAcrossHosts)
+	}
 	if err := checkCall(send, recv, count, dt); err != nil {
 		return fail(err)
 	}

@@ -68,6 +68,9 @@ func (c *Comm) Register(ctx context.Context, ptr cuda.DevicePtr, size uint64) (*
 	if c.closed {
 		return nil, fmt.Errorf("%s: %w", what, ErrClosed)
 	}
+	if c.span != nil {
+		return nil, fmt.Errorf("%s: %w", what, ErrAcrossHosts)
+	}
 	if ptr == 0 || size == 0 {
 		return nil, fmt.Errorf("%s: NULL pointer or size 0: %w", what, errs.ErrInvalidArgument)
 	}

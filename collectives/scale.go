@@ -64,6 +64,9 @@ func (s Scalar) String() string {
 // precision. Queued on stream s; returns once queued.
 func (c *Comm) Scale(src, dst cuda.DevicePtr, count int, dt DataType, scalar Scalar, s cuda.Stream) error {
 	fail := func(err error) error { return fmt.Errorf("scale of %d %s by %s: %w", count, dt, scalar, err) }
+	if c.span != nil { // a local kernel: the local Comm has it loaded
+		return c.span.local.Scale(src, dst, count, dt, scalar, s)
+	}
 	if _, err := checkSameSized(src, dst, count, dt); err != nil {
 		return fail(err)
 	}

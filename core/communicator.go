@@ -77,7 +77,10 @@ const (
 	LegacySetupTagBase    = ReservedTagBase
 	LegacyRegisterTagBase = ReservedTagBase + 1<<28
 	communicatorTagBase   = ReservedTagBase + 1<<29
-	userTagBits           = 24
+	// CollectivesTagBase starts the tags of package collectives' exchanges across hosts, past
+	// the Communicator's (whose kinds use [communicatorTagBase, +numKinds<<userTagBits)).
+	CollectivesTagBase = ReservedTagBase + 1<<29 + 1<<28
+	userTagBits        = 24
 	// MaxUserTag is one more than the largest tag Communicator methods accept.
 	MaxUserTag = 1 << userTagBits
 )

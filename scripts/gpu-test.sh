@@ -294,7 +294,7 @@ fi
 # maps to tcp.
 if wanted "across hosts"; then
 	apart=(env MSCCLPP_NET_PROVIDER=tcp LEGACY_TRANSPORT=ib $mpirun -x MSCCLPP_NET_PROVIDER -x LEGACY_TRANSPORT -np "$np"
-		bash -c 'MSCCLPP_HOSTID=gpu-test-host-$OMPI_COMM_WORLD_RANK exec "$0"')
+		bash -c 'MSCCLPP_HOSTID=gpu-test-host-$OMPI_COMM_WORLD_RANK exec "$0" "$@"')
 	for src in examples/tutorials/bidir_port_channel/main.cu tests/gpu/legacy_oneway/main.cu tests/gpu/legacy_allgather/main.cu; do
 		name=$(basename "$(dirname "$src")")
 		if build_cuda "$src" "$bin/$name"; then
@@ -303,6 +303,18 @@ if wanted "across hosts"; then
 			result "build $name" 1
 		fi
 	done
+	# The collectives across hosts (collectives/spanning.go): each rank its own host, and with 4
+	# ranks or more 2 hosts whose ranks alternate (rank r on host r % 2: the ranks of a host are not
+	# consecutive), so that the local Comm and the step across hosts both take part.
+	if build_cuda tests/gpu/collectives/main.cu "$bin/collectives"; then
+		run "across hosts: collectives (hosts), each rank its own host" 600 "${apart[@]}" "$bin/collectives" hosts
+		if [ "$np" -ge 4 ]; then
+			run "across hosts: collectives (hosts), 2 hosts of $((np / 2)) ranks, alternating" 600 $mpirun -np "$np" \
+				bash -c 'MSCCLPP_HOSTID=gpu-test-host-$((OMPI_COMM_WORLD_RANK % 2)) exec "$0" "$@"' "$bin/collectives" hosts
+		fi
+	else
+		result "build collectives" 1
+	fi
 fi
 
 echo "gpu-test: $passed passed, $failed failed, $skipped skipped"

@@ -22,7 +22,7 @@
 // (integer avg: the sum divided with truncation toward zero, exactly). Rank 0 prints one line per
 // group of checks and "collectives: N passed, M failed"; the exit status is 0 only if all passed.
 //
-//   mpirun -np N ./collectives [quick | sanitize] [registered]
+//   mpirun -np N ./collectives [quick | sanitize | hosts] [registered]
 //   mpirun -x MSCCLPP_COLL_MAX_SPINS=1048576 -np N ./collectives disagree
 // Rank r uses GPU r % deviceCount (ranks that share a GPU get MSCCLPP_COLL_MAX_BLOCKS set so that
 // two communicators' calls fit at once; see main); "quick" skips 256 MiB; "registered" carves
@@ -41,6 +41,10 @@
 // float32 AllReduce and AllGather again on registered buffers (direct, rsag_direct); the 1000
 // small dependent calls, the interleaved calls, two communicators and the graph as in a full run.
 // Forcing an algorithm reaches the rest (packet2 on 2 ranks, port, rsag_port).
+// "hosts" is the run for ranks that span hosts (each rank given MSCCLPP_HOSTID by gpu-test):
+// the sweeps of a "quick" run (every type, operator and count of the four collectives, Scale), the
+// 1000 dependent calls and the interleaved calls, none in a CUDA graph (calls across hosts wait
+// for their stream), and mscclppCollRegister refused with mscclppInvalidUsage.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -902,12 +906,13 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-  bool big = true, registered = false, disagreeing = false, sanitize = false;
+  bool big = true, registered = false, disagreeing = false, sanitize = false, hosts = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "quick") == 0) big = false;
     if (std::strcmp(argv[i], "sanitize") == 0) sanitize = true, big = false;
     if (std::strcmp(argv[i], "registered") == 0) registered = true;
     if (std::strcmp(argv[i], "disagree") == 0) disagreeing = true;
+    if (std::strcmp(argv[i], "hosts") == 0) hosts = true, big = false;
   }
   g_verbose = std::getenv("COLLECTIVES_VERBOSE") != nullptr;
   int devices = 0;
@@ -942,9 +947,28 @@ int main(int argc, char** argv) {
   if (g_rank == 0) {
     std::printf("collectives: %d ranks, allreduce algo %s, allgather algo %s, %s buffers%s\n", g_nranks,
                 ar ? ar : "auto", ag ? ag : "auto", registered ? "registered" : "unregistered",
-                sanitize ? ", sanitize mode" : "");
+                sanitize ? ", sanitize mode" : hosts ? ", ranks across hosts" : "");
   }
-  {
+  if (hosts) {
+    Comm c1;
+    cudaStream_t s;
+    CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    {
+      Group g("registration refused across hosts");
+      void* buf = nullptr;
+      CUDA(cudaMalloc(&buf, 1 << 21));
+      mscclppCollRegistration_t reg = nullptr;
+      const mscclppResult_t res = mscclppCollRegister(c1.coll, buf, 1 << 21, &reg);
+      ++g.checks;
+      if (res != mscclppInvalidUsage) g.fail("mscclppCollRegister returned " + std::to_string(res) + ", want mscclppInvalidUsage");
+      CUDA(cudaFree(buf));
+      g.finish();
+    }
+    fullSweeps(c1.coll, s, false, true);
+    chain(c1.coll, s, 1000);
+    interleaved(c1.coll, s);
+    CUDA(cudaStreamDestroy(s));
+  } else {
     Comm c1;
     cudaStream_t s, s2;
     CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -1,0 +1,366 @@
+package collectives
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/mscclpp-go/mscclpp/core"
+	"github.com/mscclpp-go/mscclpp/core/bootstrap"
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/errs"
+)
+
+// Collectives whose ranks span hosts. When the ranks of a Comm are on more than one host
+// (core.HostHash; MSCCLPP_HOSTID makes ranks of one machine separate hosts), New builds a spanning
+// path instead of the one-host channels:
+//
+//   - a local Comm over the ranks of this rank's host (a bootstrap of their own, whose root the
+//     host's first rank runs, and CUDA IPC between them), which runs the usual kernels;
+//   - the step across hosts over the job's bootstrap links (TCP), with the bytes staged through
+//     pinned host memory and reduced on the CPU.
+//
+// AllReduce is hierarchical: the local Comm reduces inside the host (NVLink), every rank then
+// exchanges its host's result with one rank of every other host (the rank with its local index,
+// modulo that host's size) and reduces the hosts' results in host order, so every rank computes
+// the same bits; avg sums and divides once at the end. ReduceScatter is an AllReduce into a
+// temporary buffer. AllGather and Broadcast move every rank's bytes over the bootstrap links.
+//
+// This is the first, correct-before-fast version: a call waits for its stream, moves the data
+// through the host and returns when done (so it cannot be captured in a CUDA graph: the capture
+// is refused by the driver and the call fails naming it), and no byte takes libfabric. SendRecv,
+// AlltoAll and Register are refused across hosts (ErrAcrossHosts).
+
+// ErrAcrossHosts: an operation this version does not run when the ranks span hosts.
+var ErrAcrossHosts = errs.New(errs.ErrInvalidUsage, "not supported when the ranks span hosts")
+
+// spanChunkBytes bounds one bootstrap message of a spanning call, well under the bootstrap's
+// frame limit and its per-peer limit of bytes sent ahead of their receives.
+const spanChunkBytes = 64 << 20
+
+// spanTagBase is the first bootstrap tag of the spanning calls' exchanges; each call takes the
+// next tag (modulo spanTags), the same on every rank since calls are collective.
+const (
+	spanTagBase = core.CollectivesTagBase
+	spanTags    = 1 << 27
+)
+
+// spanning is a Comm's path when its ranks span hosts.
+type spanning struct {
+	boot     *bootstrap.TCP // the job's bootstrap
+	rank     int
+	nRanks   int
+	hostOf   []int   // host index of every rank (hosts numbered in the order of their first rank)
+	hosts    [][]int // the ranks of every host, ascending
+	local    *Comm   // the ranks of this host
+	localB   *bootstrap.TCP
+	localCom *core.Communicator
+	pctx     cuda.Context
+	calls    int // spanning calls so far: their bootstrap tags
+}
+
+// hostsOf groups ranks by host from every rank's host hash, hosts numbered in the order of their
+// first rank.
+func hostsOf(hashes []uint64) (hostOf []int, hosts [][]int) {
+	index := map[uint64]int{}
+	hostOf = make([]int, len(hashes))
+	for r, h := range hashes {
+		i, ok := index[h]
+		if !ok {
+			i = len(hosts)
+			index[h] = i
+			hosts = append(hosts, nil)
+		}
+		hostOf[r] = i
+		hosts[i] = append(hosts[i], r)
+	}
+	return hostOf, hosts
+}
+
+// gatherHosts all-gathers every rank's host hash.
+func gatherHosts(ctx context.Context, b *bootstrap.TCP) ([]uint64, error) {
+	buf := make([]byte, 8*b.Size())
+	binary.LittleEndian.PutUint64(buf[8*b.Rank():], core.HostHash())
+	if err := b.AllGather(ctx, buf, 8); err != nil {
+		return nil, fmt.Errorf("exchange host ids: %w", err)
+	}
+	hashes := make([]uint64, b.Size())
+	for r := range hashes {
+		hashes[r] = binary.LittleEndian.Uint64(buf[8*r:])
+	}
+	return hashes, nil
+}
+
+// newSpanning builds the spanning path of rank b.Rank(): a bootstrap among the ranks of its host
+// (the host's first rank runs its root and sends its id to the others over b), a Communicator on
+// ctxCore over it and a local Comm on device.
+func newSpanning(ctx context.Context, b *bootstrap.TCP, ctxCore *core.Context, device int, hashes []uint64,
+	pctx cuda.Context) (s *spanning, err error) {
+	s = &spanning{boot: b, rank: b.Rank(), nRanks: b.Size(), pctx: pctx}
+	s.hostOf, s.hosts = hostsOf(hashes)
+	mine := s.hosts[s.hostOf[s.rank]]
+	localRank := slices.Index(mine, s.rank)
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.close())
+		}
+	}()
+	tag := spanTagBase + spanTags // setup: past every call's tag
+	var id bootstrap.UniqueID
+	var root *bootstrap.Root
+	if localRank == 0 {
+		if root, err = bootstrap.NewRoot(bootstrap.Options{}); err != nil {
+			return nil, fmt.Errorf("root of host %d's ranks: %w", s.hostOf[s.rank], err)
+		}
+		defer root.Close()
+		id = root.ID()
+		for _, r := range mine[1:] {
+			if err := b.Send(ctx, r, tag, id[:]); err != nil {
+				return nil, fmt.Errorf("send host %d's bootstrap id to rank %d: %w", s.hostOf[s.rank], r, err)
+			}
+		}
+	} else if err := b.RecvInto(ctx, mine[0], tag, id[:]); err != nil {
+		return nil, fmt.Errorf("receive host %d's bootstrap id from rank %d: %w", s.hostOf[s.rank], mine[0], err)
+	}
+	if s.localB, err = bootstrap.Join(ctx, id, localRank, len(mine), bootstrap.Options{}); err != nil {
+		return nil, fmt.Errorf("bootstrap of host %d's %d ranks: %w", s.hostOf[s.rank], len(mine), err)
+	}
+	s.localCom = core.NewCommunicator(s.localB, ctxCore)
+	if s.local, err = New(ctx, s.localCom, device); err != nil {
+		return nil, fmt.Errorf("collectives among host %d's %d ranks: %w", s.hostOf[s.rank], len(mine), err)
+	}
+	return s, nil
+}
+
+// close releases the local Comm and bootstrap.
+func (s *spanning) close() error {
+	var errList []error
+	if s.local != nil {
+		errList = append(errList, s.local.Close())
+	}
+	if s.localB != nil {
+		errList = append(errList, s.localB.Close())
+	}
+	s.local, s.localB = nil, nil
+	return errors.Join(errList...)
+}
+
+// nextTag is the bootstrap tag of the next call's exchanges.
+func (s *spanning) nextTag() int {
+	t := spanTagBase + s.calls%spanTags
+	s.calls++
+	return t
+}
+
+// staging is pinned host memory for one call, freed by release.
+type staging struct {
+	p unsafe.Pointer
+	b []byte
+}
+
+func (s *spanning) stage(n uint64) (*staging, error) {
+	var st staging
+	err := s.pctx.Do(func() error {
+		var err error
+		st.p, err = cuda.MemHostAlloc(int(max(n, 1)))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pinned host memory of %d bytes: %w", n, err)
+	}
+	st.b = unsafe.Slice((*byte)(st.p), n)
+	return &st, nil
+}
+
+func (s *spanning) release(st *staging) error {
+	return s.pctx.Do(func() error { return cuda.MemFreeHost(st.p) })
+}
+
+// copyAndWait copies n bytes from src to dst (device or pinned host memory) on stream str and
+// waits for the stream: everything queued before is done too.
+func (s *spanning) copyAndWait(dst, src cuda.DevicePtr, n uint64, str cuda.Stream) error {
+	return s.pctx.Do(func() error {
+		if n > 0 {
+			if err := cuda.MemcpyAsync(dst, src, int(n), str); err != nil {
+				return err
+			}
+		}
+		if err := str.Synchronize(); err != nil {
+			return fmt.Errorf("%w (across hosts, a call waits for its stream: it cannot be captured in a CUDA graph)", err)
+		}
+		return nil
+	})
+}
+
+func hostPtr(st *staging, off uint64) cuda.DevicePtr {
+	return cuda.DevicePtr(uintptr(st.p) + uintptr(off))
+}
+
+// sendChunks sends b to peer in chunks of at most spanChunkBytes, all on tag.
+func (s *spanning) sendChunks(ctx context.Context, peer, tag int, b []byte) error {
+	for off := 0; off < len(b) || off == 0; off += spanChunkBytes {
+		end := min(off+spanChunkBytes, len(b))
+		if err := s.boot.Send(ctx, peer, tag, b[off:end]); err != nil {
+			return fmt.Errorf("send to rank %d: %w", peer, err)
+		}
+		if end == len(b) {
+			break
+		}
+	}
+	return nil
+}
+
+// recvChunks receives len(b) bytes from peer as sendChunks sent them.
+func (s *spanning) recvChunks(ctx context.Context, peer, tag int, b []byte) error {
+	for off := 0; off < len(b) || off == 0; off += spanChunkBytes {
+		end := min(off+spanChunkBytes, len(b))
+		if err := s.boot.RecvInto(ctx, peer, tag, b[off:end]); err != nil {
+			return fmt.Errorf("receive from rank %d: %w", peer, err)
+		}
+		if end == len(b) {
+			break
+		}
+	}
+	return nil
+}
+
+// allReduce runs AllReduce across hosts (see the comment at the top of this file).
+func (s *spanning) allReduce(send, recv cuda.DevicePtr, count int, dt DataType, op Op, str cuda.Stream) error {
+	localOp := op
+	if op == Avg {
+		localOp = Sum
+	}
+	if err := s.local.AllReduce(send, recv, count, dt, localOp, str); err != nil {
+		return fmt.Errorf("inside host %d: %w", s.hostOf[s.rank], err)
+	}
+	bytes := uint64(count) * uint64(dt.Size())
+	st, err := s.stage(bytes * uint64(len(s.hosts)))
+	if err != nil {
+		return err
+	}
+	defer s.release(st)
+	me := s.hostOf[s.rank]
+	if err := s.copyAndWait(hostPtr(st, uint64(me)*bytes), recv, bytes, str); err != nil {
+		return err
+	}
+	part := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
+	ctx := context.Background()
+	tag := s.nextTag()
+	// Rank (host g, local index i) takes host h's result from h's rank i mod |h|; so this rank
+	// (local index j) sends its host's result to every rank i of every other host with
+	// i mod |this host| == j.
+	myIndex := slices.Index(s.hosts[me], s.rank)
+	for g, ranks := range s.hosts {
+		if g == me {
+			continue
+		}
+		for i, r := range ranks {
+			if i%len(s.hosts[me]) == myIndex {
+				if err := s.sendChunks(ctx, r, tag, part(me)); err != nil {
+					return fmt.Errorf("across hosts: %w", err)
+				}
+			}
+		}
+	}
+	for h, ranks := range s.hosts {
+		if h == me {
+			continue
+		}
+		if err := s.recvChunks(ctx, ranks[myIndex%len(ranks)], tag, part(h)); err != nil {
+			return fmt.Errorf("across hosts: %w", err)
+		}
+	}
+	acc := part(0)
+	for h := 1; h < len(s.hosts); h++ {
+		if err := reduceInto(dt, localOp, acc, part(h)); err != nil {
+			return err
+		}
+	}
+	if op == Avg {
+		if err := divideBy(dt, acc, s.nRanks); err != nil {
+			return err
+		}
+	}
+	return s.copyAndWait(recv, hostPtr(st, 0), bytes, str)
+}
+
+// reduceScatter runs ReduceScatter across hosts: an AllReduce of the whole input into a
+// temporary buffer, of which this rank keeps its part.
+func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt DataType, op Op, str cuda.Stream) error {
+	bytes := uint64(recvCount) * uint64(dt.Size())
+	var tmp cuda.DevicePtr
+	if err := s.pctx.Do(func() error {
+		var err error
+		tmp, err = cuda.MemAlloc(int(bytes) * s.nRanks)
+		return err
+	}); err != nil {
+		return fmt.Errorf("temporary buffer of %d bytes: %w", bytes*uint64(s.nRanks), err)
+	}
+	defer s.pctx.Do(func() error { return cuda.MemFree(tmp) })
+	if err := s.allReduce(send, tmp, recvCount*s.nRanks, dt, op, str); err != nil {
+		return err
+	}
+	return s.copyAndWait(recv, tmp+cuda.DevicePtr(uint64(s.rank)*bytes), bytes, str)
+}
+
+// allGather runs AllGather across hosts: every rank sends its part to every other rank.
+func (s *spanning) allGather(send, recv cuda.DevicePtr, sendCount int, dt DataType, str cuda.Stream) error {
+	bytes := uint64(sendCount) * uint64(dt.Size())
+	st, err := s.stage(bytes * uint64(s.nRanks))
+	if err != nil {
+		return err
+	}
+	defer s.release(st)
+	if err := s.copyAndWait(hostPtr(st, uint64(s.rank)*bytes), send, bytes, str); err != nil {
+		return err
+	}
+	part := func(r int) []byte { return st.b[uint64(r)*bytes : uint64(r+1)*bytes] }
+	ctx, tag := context.Background(), s.nextTag()
+	for r := range s.nRanks {
+		if r != s.rank {
+			if err := s.sendChunks(ctx, r, tag, part(s.rank)); err != nil {
+				return err
+			}
+		}
+	}
+	for r := range s.nRanks {
+		if r != s.rank {
+			if err := s.recvChunks(ctx, r, tag, part(r)); err != nil {
+				return err
+			}
+		}
+	}
+	return s.copyAndWait(recv, hostPtr(st, 0), bytes*uint64(s.nRanks), str)
+}
+
+// broadcast runs Broadcast across hosts: the root sends its bytes to every other rank.
+func (s *spanning) broadcast(send, recv cuda.DevicePtr, count int, dt DataType, root int, str cuda.Stream) error {
+	bytes := uint64(count) * uint64(dt.Size())
+	st, err := s.stage(bytes)
+	if err != nil {
+		return err
+	}
+	defer s.release(st)
+	ctx, tag := context.Background(), s.nextTag()
+	if s.rank == root {
+		if err := s.copyAndWait(hostPtr(st, 0), send, bytes, str); err != nil {
+			return err
+		}
+		for r := range s.nRanks {
+			if r != root {
+				if err := s.sendChunks(ctx, r, tag, st.b); err != nil {
+					return err
+				}
+			}
+		}
+		if send == recv {
+			return nil
+		}
+	} else if err := s.recvChunks(ctx, root, tag, st.b); err != nil {
+		return err
+	}
+	return s.copyAndWait(recv, hostPtr(st, 0), bytes, str)
+}
