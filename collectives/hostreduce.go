@@ -2,10 +2,10 @@ package collectives
 
 import (
 	"fmt"
-	"math"
 	"unsafe"
 
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/halfprec"
 )
 
 // The host side of reductions across hosts (spanning.go): the operators of the kernels
@@ -36,9 +36,9 @@ func reduceInto(dt DataType, op Op, dst, src []byte) error {
 	case Float64:
 		combine(elems[float64](dst), elems[float64](src), op)
 	case Float16:
-		combine16(elems[uint16](dst), elems[uint16](src), op, halfToFloat, floatToHalf)
+		combine16(elems[uint16](dst), elems[uint16](src), op, halfprec.FromHalf, halfprec.ToHalf)
 	case BFloat16:
-		combine16(elems[uint16](dst), elems[uint16](src), op, bfloatToFloat, floatToBfloat)
+		combine16(elems[uint16](dst), elems[uint16](src), op, halfprec.FromBfloat, halfprec.ToBfloat)
 	default:
 		return fmt.Errorf("host reduction of %s: %w", dt, errs.ErrInvalidArgument)
 	}
@@ -67,11 +67,11 @@ func divideBy(dt DataType, b []byte, n int) error {
 		divide(elems[float64](b), n)
 	case Float16:
 		for i, v := range elems[uint16](b) {
-			elems[uint16](b)[i] = floatToHalf(halfToFloat(v) / float32(n))
+			elems[uint16](b)[i] = halfprec.ToHalf(halfprec.FromHalf(v) / float32(n))
 		}
 	case BFloat16:
 		for i, v := range elems[uint16](b) {
-			elems[uint16](b)[i] = floatToBfloat(bfloatToFloat(v) / float32(n))
+			elems[uint16](b)[i] = halfprec.ToBfloat(halfprec.FromBfloat(v) / float32(n))
 		}
 	default:
 		return fmt.Errorf("host average of %s: %w", dt, errs.ErrInvalidArgument)
@@ -146,77 +146,4 @@ func divide[T number](b []T, n int) {
 	for i := range b {
 		b[i] /= T(n)
 	}
-}
-
-// halfToFloat converts an IEEE binary16 to float32 (exactly).
-func halfToFloat(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	frac := uint32(h) & 0x3ff
-	switch {
-	case exp == 0x1f: // inf, NaN
-		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
-	case exp != 0:
-		return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
-	case frac == 0:
-		return math.Float32frombits(sign)
-	}
-	// Subnormal: frac * 2^-24.
-	v := float32(frac) * (1.0 / (1 << 24))
-	if sign != 0 {
-		v = -v
-	}
-	return v
-}
-
-// floatToHalf rounds a float32 to the nearest binary16, ties to even (overflow to inf, NaN kept).
-func floatToHalf(f float32) uint16 {
-	bits := math.Float32bits(f)
-	sign := uint16(bits>>16) & 0x8000
-	exp := int32(bits>>23) & 0xff
-	frac := bits & 0x7fffff
-	if exp == 0xff {
-		if frac != 0 {
-			return sign | 0x7e00 // a quiet NaN
-		}
-		return sign | 0x7c00
-	}
-	e := exp - 127 + 15 // the binary16 exponent
-	if e >= 0x1f {
-		return sign | 0x7c00
-	}
-	if e <= 0 {
-		// Subnormal or zero: the value in units of 2^-24, rounded to nearest even.
-		if e < -10 {
-			return sign
-		}
-		m := frac | 0x800000    // 24 significant bits
-		shift := uint32(14 - e) // 13 for the mantissa, plus 1 - e
-		q := m >> shift
-		rem := m & (1<<shift - 1)
-		half := uint32(1) << (shift - 1)
-		if rem > half || rem == half && q&1 == 1 {
-			q++
-		}
-		return sign | uint16(q)
-	}
-	q := uint32(e)<<10 | frac>>13
-	rem := frac & 0x1fff
-	if rem > 0x1000 || rem == 0x1000 && q&1 == 1 {
-		q++ // may carry into the exponent, up to inf: still correct
-	}
-	return sign | uint16(q)
-}
-
-// bfloatToFloat converts a bfloat16 to float32 (exactly).
-func bfloatToFloat(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) }
-
-// floatToBfloat rounds a float32 to the nearest bfloat16, ties to even (NaN kept quiet).
-func floatToBfloat(f float32) uint16 {
-	bits := math.Float32bits(f)
-	if bits&0x7fffffff > 0x7f800000 {
-		return uint16(bits>>16) | 0x40
-	}
-	bits += 0x7fff + (bits>>16)&1
-	return uint16(bits >> 16)
 }

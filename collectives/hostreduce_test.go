@@ -7,66 +7,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mscclpp-go/mscclpp/internal/halfprec"
 )
-
-func TestHalfConversions(t *testing.T) {
-	tests := []struct {
-		name string
-		f    float32
-		h    uint16
-	}{
-		{"one", 1, 0x3c00},
-		{"minus two", -2, 0xc000},
-		{"largest", 65504, 0x7bff},
-		{"smallest normal", 1.0 / (1 << 14), 0x0400},
-		{"smallest subnormal", 1.0 / (1 << 24), 0x0001},
-		{"largest subnormal", 1023.0 / (1 << 24), 0x03ff},
-		{"zero", 0, 0x0000},
-		{"infinity", float32(math.Inf(1)), 0x7c00},
-		{"minus infinity", float32(math.Inf(-1)), 0xfc00},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.h, floatToHalf(tc.f), "to half")
-			assert.Equal(t, tc.f, halfToFloat(tc.h), "from half")
-		})
-	}
-	rounding := []struct {
-		name string
-		f    float32
-		h    uint16
-	}{
-		{"tie to even, down", 1 + 1.0/2048, 0x3c00}, // halfway between 1 and 1+2^-10
-		{"tie to even, up", 1 + 3.0/2048, 0x3c02},   // halfway between 1+2^-10 and 1+2^-9
-		{"above the tie", 1 + 1.0/2048 + 1.0/(1<<20), 0x3c01},
-		{"overflow", 65520, 0x7c00}, // rounds past the largest
-		{"below overflow", 65519, 0x7bff},
-		{"subnormal tie to even", 1.5 / (1 << 24), 0x0002}, // 1.5 units: up to 2
-		{"subnormal tie to zero", 0.5 / (1 << 24), 0x0000},
-		{"minus subnormal", -3.0 / (1 << 24), 0x8003},
-	}
-	for _, tc := range rounding {
-		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.h, floatToHalf(tc.f)) })
-	}
-	assert.True(t, math.IsNaN(float64(halfToFloat(floatToHalf(float32(math.NaN()))))), "NaN stays NaN")
-	// Every finite half converts to float and back to itself.
-	for h := range uint32(1 << 16) {
-		if h&0x7c00 == 0x7c00 {
-			continue
-		}
-		require.Equal(t, uint16(h), floatToHalf(halfToFloat(uint16(h))), "half %#04x", h)
-	}
-}
-
-func TestBfloatConversions(t *testing.T) {
-	assert.Equal(t, uint16(0x3f80), floatToBfloat(1))
-	assert.Equal(t, float32(1), bfloatToFloat(0x3f80))
-	assert.Equal(t, uint16(0x3f80), floatToBfloat(math.Float32frombits(0x3f808000)), "tie to even, down")
-	assert.Equal(t, uint16(0x3f82), floatToBfloat(math.Float32frombits(0x3f818000)), "tie to even, up")
-	assert.Equal(t, uint16(0x3f81), floatToBfloat(math.Float32frombits(0x3f808001)), "above the tie")
-	assert.Equal(t, uint16(0x7f80), floatToBfloat(float32(math.Inf(1))))
-	assert.True(t, math.IsNaN(float64(bfloatToFloat(floatToBfloat(float32(math.NaN()))))), "NaN stays NaN")
-}
 
 // bytesOf encodes values of one type little-endian.
 func bytesOf[T int8 | uint8 | int32 | uint32 | int64 | uint64 | float32 | float64](vs ...T) []byte {
@@ -118,8 +61,8 @@ func TestReduceInto(t *testing.T) {
 		{"uint64 sum", Uint64, Sum, bytesOf[uint64](math.MaxUint64, 1), bytesOf[uint64](2, 2), bytesOf[uint64](1, 3)},
 		{"float32 prod", Float32, Prod, bytesOf[float32](1.5, -2), bytesOf[float32](4, 0.25), bytesOf[float32](6, -0.5)},
 		{"float64 max", Float64, Max, bytesOf(1.0, -3.0), bytesOf(0.5, -2.0), bytesOf(1.0, -2.0)},
-		{"float16 sum", Float16, Sum, halves(floatToHalf, 1, 2048), halves(floatToHalf, 0.5, 1), halves(floatToHalf, 1.5, 2048)},
-		{"bfloat16 min", BFloat16, Min, halves(floatToBfloat, 1, -4), halves(floatToBfloat, 2, -8), halves(floatToBfloat, 1, -8)},
+		{"float16 sum", Float16, Sum, halves(halfprec.ToHalf, 1, 2048), halves(halfprec.ToHalf, 0.5, 1), halves(halfprec.ToHalf, 1.5, 2048)},
+		{"bfloat16 min", BFloat16, Min, halves(halfprec.ToBfloat, 1, -4), halves(halfprec.ToBfloat, 2, -8), halves(halfprec.ToBfloat, 1, -8)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,8 +85,8 @@ func TestDivideBy(t *testing.T) {
 		{"uint64", Uint64, bytesOf[uint64](10, math.MaxUint64), bytesOf[uint64](3, math.MaxUint64/3)},
 		{"int64 negative", Int64, bytesOf[int64](-10), bytesOf[int64](-3)},
 		{"float32", Float32, bytesOf[float32](1, 3), bytesOf[float32](1.0/3, 1)},
-		{"float16 rounds once", Float16, halves(floatToHalf, 1), halves(floatToHalf, float32(1.0)/3)},
-		{"bfloat16", BFloat16, halves(floatToBfloat, 3), halves(floatToBfloat, 1)},
+		{"float16 rounds once", Float16, halves(halfprec.ToHalf, 1), halves(halfprec.ToHalf, float32(1.0)/3)},
+		{"bfloat16", BFloat16, halves(halfprec.ToBfloat, 3), halves(halfprec.ToBfloat, 1)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -571,46 +571,6 @@ func TestExpectedResults(t *testing.T) {
 	assert.Equal(t, 9.0, expectedAllReduce(maxOp, 3, 8))
 }
 
-func TestHalfAndBfloat16(t *testing.T) {
-	for _, c := range []struct {
-		f float32
-		h uint16
-	}{
-		{0, 0x0000}, {1, 0x3c00}, {-2, 0xc000}, {0.5, 0x3800}, {11, 0x4980}, {65504, 0x7bff},
-		{1.0 / (1 << 24), 0x0001}, {1.0 / (1 << 14), 0x0400}, {2048, 0x6800},
-	} {
-		assert.Equal(t, c.h, float32ToHalf(c.f), "float32ToHalf(%g)", c.f)
-		assert.Equal(t, c.f, halfToFloat32(c.h), "halfToFloat32(%#04x)", c.h)
-	}
-	for _, c := range []struct {
-		f float32
-		h uint16
-	}{
-		{65520, 0x7c00},           // rounds up to +Inf
-		{2049, 0x6800},            // tie: to even (2048)
-		{2051, 0x6802},            // tie: to even (2052)
-		{1.0 / (1 << 25), 0x0000}, // tie at the smallest subnormal: to even (0)
-		{1.5 / (1 << 24), 0x0002}, // tie: to even (2 * 2^-24)
-		{1e-10, 0x0000},           // underflow
-	} {
-		assert.Equal(t, c.h, float32ToHalf(c.f), "float32ToHalf(%g)", c.f)
-	}
-	for _, c := range []struct {
-		f float32
-		b uint16
-	}{{0, 0}, {1, 0x3f80}, {-2, 0xc000}, {11, 0x4130}, {256, 0x4380}} {
-		assert.Equal(t, c.b, float32ToBfloat16(c.f), "float32ToBfloat16(%g)", c.f)
-		assert.Equal(t, c.f, bfloat16ToFloat32(c.b), "bfloat16ToFloat32(%#04x)", c.b)
-	}
-	assert.Equal(t, uint16(0x4380), float32ToBfloat16(257)) // tie: to even (256)
-	assert.Equal(t, uint16(0x4382), float32ToBfloat16(259)) // tie: to even (260)
-	// Every small integer the inputs and sums use is exact in both.
-	for v := float32(0); v <= 256; v++ {
-		require.Equal(t, v, halfToFloat32(float32ToHalf(v)))
-		require.Equal(t, v, bfloat16ToFloat32(float32ToBfloat16(v)))
-	}
-}
-
 func TestJSONRoundTrip(t *testing.T) {
 	rows := sampleRows(implMscclpp, implNCCL)
 	rows[3].Wrong = -1

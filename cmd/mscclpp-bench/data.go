@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/mscclpp-go/mscclpp/collectives"
+	"github.com/mscclpp-go/mscclpp/internal/halfprec"
 )
 
 // dataType is a datatype the benchmark supports, named as nccl-tests names it, with its value
@@ -92,9 +93,9 @@ func encode(d dataType, buf []byte, i int, v float64) {
 	case ncclFloat32:
 		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
 	case ncclFloat16:
-		binary.LittleEndian.PutUint16(b, float32ToHalf(float32(v)))
+		binary.LittleEndian.PutUint16(b, halfprec.ToHalf(float32(v)))
 	case ncclBfloat16:
-		binary.LittleEndian.PutUint16(b, float32ToBfloat16(float32(v)))
+		binary.LittleEndian.PutUint16(b, halfprec.ToBfloat(float32(v)))
 	case ncclInt32:
 		binary.LittleEndian.PutUint32(b, uint32(int32(v)))
 	case ncclUint32:
@@ -113,9 +114,9 @@ func decode(d dataType, buf []byte, i int) float64 {
 	case ncclFloat32:
 		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
 	case ncclFloat16:
-		return float64(halfToFloat32(binary.LittleEndian.Uint16(b)))
+		return float64(halfprec.FromHalf(binary.LittleEndian.Uint16(b)))
 	case ncclBfloat16:
-		return float64(bfloat16ToFloat32(binary.LittleEndian.Uint16(b)))
+		return float64(halfprec.FromBfloat(binary.LittleEndian.Uint16(b)))
 	case ncclInt32:
 		return float64(int32(binary.LittleEndian.Uint32(b)))
 	case ncclUint32:
@@ -145,75 +146,3 @@ func countWrong(d dataType, buf []byte, count int, want func(i int) float64) int
 	}
 	return wrong
 }
-
-// float32ToHalf converts f to IEEE 754 binary16, rounding to nearest even.
-func float32ToHalf(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int32(b>>23) & 0xff
-	mant := b & 0x7fffff
-	switch {
-	case exp == 0xff: // Inf or NaN
-		if mant != 0 {
-			return sign | 0x7e00
-		}
-		return sign | 0x7c00
-	case exp-127 > 15: // overflow
-		return sign | 0x7c00
-	case exp-127 >= -14: // normal
-		e := uint32(exp-127+15) << 10
-		m := mant >> 13
-		h := e | m
-		rem := mant & 0x1fff
-		if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
-			h++ // may carry into the exponent, and into Inf: both correct
-		}
-		return sign | uint16(h)
-	case exp-127 >= -25: // subnormal half
-		m := mant | 0x800000
-		shift := uint32(-14-(exp-127)) + 13
-		h := m >> shift
-		rem := m & (1<<shift - 1)
-		half := uint32(1) << (shift - 1)
-		if rem > half || (rem == half && h&1 == 1) {
-			h++
-		}
-		return sign | uint16(h)
-	default:
-		return sign
-	}
-}
-
-// halfToFloat32 converts an IEEE 754 binary16 to float32 (exactly).
-func halfToFloat32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h & 0x3ff)
-	switch {
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	case exp != 0:
-		return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
-	case mant == 0:
-		return math.Float32frombits(sign)
-	default: // subnormal: mant * 2^-24
-		f := float32(mant) * float32(1.0/(1<<24))
-		if sign != 0 {
-			f = -f
-		}
-		return f
-	}
-}
-
-// float32ToBfloat16 converts f to bfloat16, rounding to nearest even.
-func float32ToBfloat16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if b&0x7fffffff > 0x7f800000 { // NaN: keep it a NaN
-		return uint16(b>>16) | 0x40
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
-}
-
-// bfloat16ToFloat32 converts a bfloat16 to float32 (exactly).
-func bfloat16ToFloat32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
