@@ -274,7 +274,7 @@ var (
 	}
 	HostID = &Var[string]{
 		Name: "MSCCLPP_HOSTID", Default: "", parse: parseString,
-		Doc: "this process's host identity; processes with different values act as separate hosts (their connections take the network, not CUDA IPC); empty: the host name and boot id",
+		Doc: "this process's host identity; processes with different values act as separate hosts (their connections take the network, not CUDA IPC, and collectives over them the path across hosts); empty: the host name and boot id",
 	}
 )
 
