@@ -101,3 +101,39 @@ func TestHostsOf(t *testing.T) {
 	assert.Equal(t, []int{0, 0, 1, 0, 1, 2}, hostOf)
 	assert.Equal(t, [][]int{{0, 1, 3}, {2, 4}, {5}}, hosts)
 }
+
+// TestCrossHostPeers: for hosts of equal and unequal sizes, every rank takes every other host's
+// result from exactly one rank of that host, and that rank sends it to this one, and only then.
+func TestCrossHostPeers(t *testing.T) {
+	for _, hashes := range [][]uint64{
+		{1, 2},
+		{1, 1, 2, 2},
+		{1, 2, 1, 2, 1, 2},
+		{1, 1, 1, 2},
+		{5, 7, 7, 9, 9, 9},
+	} {
+		hostOf, hosts := hostsOf(hashes)
+		sends := map[[2]int]int{} // (from, to) -> count
+		for r := range hashes {
+			sendTo, _ := crossHostPeers(hosts, hostOf, r)
+			for _, to := range sendTo {
+				assert.NotEqual(t, hostOf[r], hostOf[to], "rank %d sends within its host (hosts %v)", r, hosts)
+				sends[[2]int{r, to}]++
+			}
+		}
+		for r := range hashes {
+			_, recvFrom := crossHostPeers(hosts, hostOf, r)
+			require.Len(t, recvFrom, len(hosts))
+			for h, from := range recvFrom {
+				assert.Equal(t, h, hostOf[from], "rank %d takes host %d's result from rank %d of host %d", r, h, from, hostOf[from])
+				if h == hostOf[r] {
+					assert.Equal(t, r, from)
+					continue
+				}
+				assert.Equal(t, 1, sends[[2]int{from, r}], "rank %d sends to rank %d once (hosts %v)", from, r, hosts)
+				delete(sends, [2]int{from, r})
+			}
+		}
+		assert.Empty(t, sends, "sends nobody receives (hosts %v)", hosts)
+	}
+}

@@ -80,6 +80,28 @@ func hostsOf(hashes []uint64) (hostOf []int, hosts [][]int) {
 	return hostOf, hosts
 }
 
+// crossHostPeers says with whom rank swaps its host's AllReduce result: rank (host g, local
+// index i) takes host h's result from h's rank i mod |h|, so rank (local index j on its host m)
+// sends it to every rank i of every other host with i mod |m| == j. recvFrom[h] is the rank it
+// takes host h's result from (itself for its own host).
+func crossHostPeers(hosts [][]int, hostOf []int, rank int) (sendTo, recvFrom []int) {
+	me := hostOf[rank]
+	myIndex := slices.Index(hosts[me], rank)
+	recvFrom = make([]int, len(hosts))
+	for h, ranks := range hosts {
+		recvFrom[h] = ranks[myIndex%len(ranks)]
+		if h == me {
+			continue
+		}
+		for i, r := range ranks {
+			if i%len(hosts[me]) == myIndex {
+				sendTo = append(sendTo, r)
+			}
+		}
+	}
+	return sendTo, recvFrom
+}
+
 // gatherHosts all-gathers every rank's host hash.
 func gatherHosts(ctx context.Context, b *bootstrap.TCP) ([]uint64, error) {
 	buf := make([]byte, 8*b.Size())
@@ -249,27 +271,17 @@ func (s *spanning) allReduce(send, recv cuda.DevicePtr, count int, dt DataType, 
 	part := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
 	ctx := context.Background()
 	tag := s.nextTag()
-	// Rank (host g, local index i) takes host h's result from h's rank i mod |h|; so this rank
-	// (local index j) sends its host's result to every rank i of every other host with
-	// i mod |this host| == j.
-	myIndex := slices.Index(s.hosts[me], s.rank)
-	for g, ranks := range s.hosts {
-		if g == me {
-			continue
-		}
-		for i, r := range ranks {
-			if i%len(s.hosts[me]) == myIndex {
-				if err := s.sendChunks(ctx, r, tag, part(me)); err != nil {
-					return fmt.Errorf("across hosts: %w", err)
-				}
-			}
+	sendTo, recvFrom := crossHostPeers(s.hosts, s.hostOf, s.rank)
+	for _, r := range sendTo {
+		if err := s.sendChunks(ctx, r, tag, part(me)); err != nil {
+			return fmt.Errorf("across hosts: %w", err)
 		}
 	}
-	for h, ranks := range s.hosts {
+	for h, r := range recvFrom {
 		if h == me {
 			continue
 		}
-		if err := s.recvChunks(ctx, ranks[myIndex%len(ranks)], tag, part(h)); err != nil {
+		if err := s.recvChunks(ctx, r, tag, part(h)); err != nil {
 			return fmt.Errorf("across hosts: %w", err)
 		}
 	}
