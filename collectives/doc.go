@@ -66,4 +66,10 @@
 // ends, or Abort is called, the kernels waiting for a peer give up within milliseconds, and Err
 // (and every later call) names the failure; a kernel that polls MSCCLPP_COLL_MAX_SPINS times for a
 // frozen peer gives up too (docs/CONFIG.md). The CUDA context stays usable.
+//
+// Ranks on several hosts (core.HostHash differs; MSCCLPP_HOSTID sets it): New builds the path of
+// spanning.go instead, a Comm per host plus a step across hosts through host memory over the
+// bootstrap's links. AllReduce, AllGather, ReduceScatter, Broadcast and Scale work, each call
+// waiting for its stream (so not in CUDA graphs); SendRecv, AlltoAll and Register return
+// ErrAcrossHosts.
 package collectives
