@@ -29,6 +29,9 @@ import (
 // the same bits; avg sums and divides once at the end. ReduceScatter is an AllReduce into a
 // temporary buffer. AllGather and Broadcast move every rank's bytes over the bootstrap links.
 //
+// The exchanges use bootstrap tags from core.CollectivesTagBase on, numbered per Comm: two Comms
+// across hosts over one bootstrap must not run calls at the same time.
+//
 // This is the first, correct-before-fast version: a call waits for its stream, moves the data
 // through the host and returns when done (so it cannot be captured in a CUDA graph: the capture
 // is refused by the driver and the call fails naming it), and no byte takes libfabric. SendRecv,
@@ -120,13 +123,13 @@ func gatherHosts(ctx context.Context, b *bootstrap.TCP) ([]uint64, error) {
 // (the host's first rank runs its root and sends its id to the others over b), a Communicator on
 // ctxCore over it and a local Comm on device.
 func newSpanning(ctx context.Context, b *bootstrap.TCP, ctxCore *core.Context, device int, hashes []uint64,
-	pctx cuda.Context) (s *spanning, err error) {
-	s = &spanning{boot: b, rank: b.Rank(), nRanks: b.Size(), pctx: pctx}
+	pctx cuda.Context) (_ *spanning, err error) {
+	s := &spanning{boot: b, rank: b.Rank(), nRanks: b.Size(), pctx: pctx}
 	s.hostOf, s.hosts = hostsOf(hashes)
 	mine := s.hosts[s.hostOf[s.rank]]
 	localRank := slices.Index(mine, s.rank)
 	defer func() {
-		if err != nil {
+		if err != nil { // s, not the result, which the failing return has set to nil
 			err = errors.Join(err, s.close())
 		}
 	}()
