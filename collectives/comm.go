@@ -119,11 +119,11 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 	if c.pctx, err = dev.RetainPrimaryContext(); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	defer func() {
+	defer func(c *Comm) { // c as it is now: a failing return sets the result to nil
 		if err != nil {
 			err = errors.Join(fmt.Errorf("%s: %w", what, err), c.release())
 		}
-	}()
+	}(c)
 	if c.nRanks > 1 {
 		hashes, err := gatherHosts(ctx, b)
 		if err != nil {

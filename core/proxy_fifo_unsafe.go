@@ -52,11 +52,11 @@ func NewProxyFifo(dev cuda.Device, size int, log *slog.Logger) (f *ProxyFifo, er
 	if f.ctx, err = dev.RetainPrimaryContext(); err != nil {
 		return nil, fmt.Errorf("proxy FIFO on GPU %d: %w", dev, err)
 	}
-	defer func() {
+	defer func(f *ProxyFifo) { // f as it is now: a failing return sets the result to nil
 		if err != nil {
 			err = errors.Join(err, f.release())
 		}
-	}()
+	}(f)
 	err = f.onGPU(func() error {
 		ringBytes := size * int(unsafe.Sizeof(fifo.Trigger{}))
 		var err error
