@@ -8,7 +8,6 @@ import (
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
-	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
 // ErrContextClosed: the context was closed.
@@ -108,7 +107,7 @@ func (c *Context) CreateEndpoint(cfg EndpointConfig) (Endpoint, error) {
 				return Endpoint{}, fmt.Errorf("create endpoint for %v: %w", cfg.Device, err)
 			}
 		}
-		n, err := c.fabric(cfg.Transport)
+		n, err := c.fabric(cfg.Transport, gpuOrdinal(cfg.Device))
 		if err != nil {
 			return Endpoint{}, fmt.Errorf("create endpoint for %v over %v: %w", cfg.Device, cfg.Transport, err)
 		}
@@ -134,6 +133,14 @@ func (c *Context) CreateEndpoint(cfg EndpointConfig) (Endpoint, error) {
 	return ep, nil
 }
 
+// gpuOrdinal is d's GPU ordinal, or -1 for a CPU device.
+func gpuOrdinal(d Device) int {
+	if d.Type == DeviceGPU {
+		return d.ID
+	}
+	return -1
+}
+
 // UseNetDomain makes domain (a NIC as libfabric names it, e.g. mlx5_0) the one the context's IB
 // connections use, in place of MSCCLPP_NET_DOMAIN's. It must come before the first IB endpoint;
 // naming the domain already in use again is allowed.
@@ -151,17 +158,17 @@ func (c *Context) UseNetDomain(domain string) error {
 	return nil
 }
 
-// fabric returns the context's libfabric endpoint for t, opening it on first use. c.mu is held.
-func (c *Context) fabric(t Transport) (*fabricNet, error) {
+// fabric returns the context's libfabric endpoint for t, opening it on first use; gpu is the
+// GPU ordinal of the memory or endpoint that asks (-1 for host memory), whose nearest RDMA device
+// an IB endpoint opens on unless UseNetDomain or MSCCLPP_NET_DOMAIN names one (nic.go). c.mu is
+// held.
+func (c *Context) fabric(t Transport, gpu int) (*fabricNet, error) {
 	if n, ok := c.fabrics[t]; ok {
 		return n, nil
 	}
 	domain := ""
 	if t == TransportIB {
-		domain = c.netDomain
-		if domain == "" {
-			domain = config.NetDomain.Get()
-		}
+		domain = c.networkDomain(gpu)
 	}
 	n, err := openFabric(t, domain, gpuCopier{c})
 	if err != nil {
@@ -189,7 +196,7 @@ func (c *Context) Connect(local, remote Endpoint) (*Connection, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if isFabric(local.config.Transport) {
-		n, err := c.fabric(local.config.Transport)
+		n, err := c.fabric(local.config.Transport, gpuOrdinal(local.config.Device))
 		if err != nil {
 			return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
 		}
@@ -330,7 +337,7 @@ func (c *Context) registerStaged(ptr cuda.DevicePtr, size uint64, ordinal int, t
 	}); err != nil {
 		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
 	}
-	n, err := c.fabric(t)
+	n, err := c.fabric(t, ordinal)
 	if err != nil {
 		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
 	}
@@ -402,7 +409,7 @@ func (c *Context) registerHost(ptr cuda.DevicePtr, size uint64, t Transport) (Re
 	what := fmt.Sprintf("register %d bytes at %#x for %v", size, uint64(ptr), t)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n, err := c.fabric(t)
+	n, err := c.fabric(t, -1)
 	if err != nil {
 		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
 	}

@@ -260,6 +260,10 @@ var (
 		Name: "MSCCLPP_NET_DOMAIN", Default: "", parse: parseString,
 		Doc: "the libfabric domain (NIC or interface, as fi_info names it: mlx5_0, eth0, lo) of network connections; empty lets the provider choose",
 	}
+	HcaDevices = &Var[string]{
+		Name: "MSCCLPP_HCA_DEVICES", Default: "", parse: parseString,
+		Doc: "the RDMA devices (verbs or efa domains, comma-separated: mlx5_0,mlx5_1) network connections may use; each rank takes the one nearest its GPU on the PCI tree; empty: every device the provider offers. MSCCLPP_NET_DOMAIN wins over it",
+	}
 	NetTimeout = &Var[time.Duration]{
 		Name: "MSCCLPP_NET_TIMEOUT", Default: 30 * time.Second, parse: parseSeconds(MaxTimeout),
 		Doc: "how long a write over libfabric may wait for the provider to take it (a peer that stopped, a full queue that never drains), and a signal for a free source word, before it fails with a timeout naming the peer; 1 to 86400 seconds (a day: no write should wait longer, and larger values would overflow)",
@@ -286,6 +290,6 @@ type Describer interface {
 // All lists every tunable, in the order docs/CONFIG.md shows them.
 func All() []Describer {
 	return []Describer{NCCLLibrary, Debug, BootstrapTimeout, SocketIfname, CUDALibrary, AllReduceAlgo, AllGatherAlgo,
-		CollMaxSpins, CollMaxBlocks, ProxyTrace, FabricLibrary, NetProvider, NetDomain, NetTimeout, HostID, BootstrapKey,
+		CollMaxSpins, CollMaxBlocks, ProxyTrace, FabricLibrary, NetProvider, NetDomain, HcaDevices, NetTimeout, HostID, BootstrapKey,
 		BootstrapMaxPending}
 }
