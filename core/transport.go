@@ -12,8 +12,10 @@ import (
 // include/mscclpp.h, whose values it keeps.
 type Transport int
 
-// The transports. Only TransportP2P (CUDA IPC over NVLink or PCIe, transport_cudaipc.go) is
-// implemented; the others are refused with ErrTransportUnavailable.
+// The transports. TransportP2P is CUDA IPC over NVLink or PCIe (transport_cudaipc.go);
+// TransportIB (the network) and TransportSHM (processes of one host) go through libfabric
+// (transport_fabric.go; GPU memory staged through host buffers, transport_staged.go). One this
+// machine cannot serve is refused with ErrTransportUnavailable.
 const (
 	TransportP2P Transport = 0
 	TransportSHM Transport = 1
@@ -33,8 +35,9 @@ func (t Transport) String() string {
 	}
 }
 
-// ErrTransportUnavailable: the transport is not implemented here (IB: no RDMA device was found;
-// SHM).
+// ErrTransportUnavailable: the transport cannot be served here: libfabric or its provider is
+// missing, a named RDMA device was not found, or the caller does not implement it (the legacy
+// API's SHM).
 var ErrTransportUnavailable = errs.New(errs.ErrInvalidUsage, "transport not available")
 
 // transport is what a Context needs from a way of moving GPU memory between processes of one host:

@@ -29,8 +29,8 @@ typedef enum {
 /* How a connection moves data. */
 typedef enum {
   mscclppTransportP2P = 0, /* between GPUs of one host: CUDA IPC and copy engines over NVLink/PCIe */
-  mscclppTransportSHM = 1, /* host shared memory: reserved, not implemented */
-  mscclppTransportIB = 2,  /* InfiniBand RDMA */
+  mscclppTransportSHM = 1, /* processes of one host through libfabric's shm provider (GPU memory staged) */
+  mscclppTransportIB = 2,  /* the network through libfabric: verbs, efa, cxi or tcp (MSCCLPP_NET_PROVIDER) */
 } mscclppTransport_t;
 
 #endif  // MSCCLPP_TYPES_H_
