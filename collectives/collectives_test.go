@@ -233,31 +233,17 @@ func TestAgreeMaxGrid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			root, err := bootstrap.NewRoot(bootstrap.Options{})
-			require.NoError(t, err)
-			defer root.Close()
 			n := len(tt.gpus)
 			grids, sharing := make([]int, n), make([]int, n)
-			failed := make([]error, n)
-			var wg sync.WaitGroup
-			for r, g := range tt.gpus {
+			failed := runRanks(t, n, func(ctx context.Context, r int, b *bootstrap.TCP) error {
 				limit := 0
 				if tt.limits != nil {
 					limit = tt.limits[r]
 				}
-				wg.Go(func() {
-					b, err := bootstrap.Join(ctx, root.ID(), r, n, bootstrap.Options{})
-					if err != nil {
-						failed[r] = err
-						return
-					}
-					defer b.Close()
-					grids[r], sharing[r], failed[r] = agreeMaxGrid(ctx, b, g, limit)
-				})
-			}
-			wg.Wait()
+				var err error
+				grids[r], sharing[r], err = agreeMaxGrid(ctx, b, tt.gpus[r], limit)
+				return err
+			})
 			for r := range n {
 				require.NoError(t, failed[r], "rank %d", r)
 				assert.Equal(t, tt.want, grids[r], "grid of rank %d", r)
@@ -691,4 +677,31 @@ func TestChooseReduceScatterAndBroadcast(t *testing.T) {
 	}
 	assert.Equal(t, 40, chooseReduceScatter(1<<30, Float32, Sum, 4, 40).blocks)
 	assert.Equal(t, 40, chooseBroadcast(1<<30, 4, 40).blocks)
+}
+
+// runRanks runs f as n ranks of one in-process bootstrap job (real sockets), each in its own
+// goroutine with its own bootstrap, and returns each rank's error (a failed join included). The
+// job has 20 seconds.
+func runRanks(t *testing.T, n int, f func(ctx context.Context, r int, b *bootstrap.TCP) error) []error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	root, err := bootstrap.NewRoot(bootstrap.Options{})
+	require.NoError(t, err)
+	defer root.Close()
+	failed := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() {
+			b, err := bootstrap.Join(ctx, root.ID(), r, n, bootstrap.Options{})
+			if err != nil {
+				failed[r] = err
+				return
+			}
+			defer b.Close()
+			failed[r] = f(ctx, r, b)
+		})
+	}
+	wg.Wait()
+	return failed
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -150,40 +148,22 @@ func TestCrossHostPeers(t *testing.T) {
 // or device -1 where there is one), and newSpanning returns that error, named, with what it built
 // released: no panic, no rank left waiting.
 func TestSpanningSetupFails(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	root, err := bootstrap.NewRoot(bootstrap.Options{})
-	require.NoError(t, err)
-	defer root.Close()
 	hashes := []uint64{10, 20, 10, 20}
-	n := len(hashes)
-	failed := make([]error, n)
-	var wg sync.WaitGroup
-	for r := range n {
-		wg.Go(func() {
-			b, err := bootstrap.Join(ctx, root.ID(), r, n, bootstrap.Options{})
-			if err != nil {
-				failed[r] = err
-				return
-			}
-			defer b.Close()
-			got, err := gatherHosts(ctx, b)
-			if err != nil {
-				failed[r] = err
-				return
-			}
-			assert.Len(t, got, n)
-			cctx := core.NewContext()
-			defer cctx.Close()
-			s, err := newSpanning(ctx, b, cctx, -1, hashes, cuda.Context{})
-			assert.Nil(t, s)
-			failed[r] = err
-		})
-	}
-	wg.Wait()
-	for r := range n {
-		require.Error(t, failed[r], "rank %d", r)
-		assert.Contains(t, failed[r].Error(), "collectives among host", "rank %d: %v", r, failed[r])
-		assert.Contains(t, failed[r].Error(), "2 ranks", "rank %d", r)
+	failed := runRanks(t, len(hashes), func(ctx context.Context, r int, b *bootstrap.TCP) error {
+		got, err := gatherHosts(ctx, b)
+		if err != nil {
+			return err
+		}
+		assert.Len(t, got, len(hashes))
+		cctx := core.NewContext()
+		defer cctx.Close()
+		s, err := newSpanning(ctx, b, cctx, -1, hashes, cuda.Context{})
+		assert.Nil(t, s)
+		return err
+	})
+	for r, err := range failed {
+		require.Error(t, err, "rank %d", r)
+		assert.Contains(t, err.Error(), "collectives among host", "rank %d: %v", r, err)
+		assert.Contains(t, err.Error(), "2 ranks", "rank %d", r)
 	}
 }
