@@ -12,70 +12,65 @@ import (
 // (kernels/src/common.cuh) on the CPU. Integers wrap; float16 and bfloat16 combine in float32
 // and round once to their type per step, as the kernels' operators do.
 
+// hostOps are one type's operations on the host: combine sets dst[i] = dst[i] op src[i] (avg
+// as sum), divide divides every element by n.
+type hostOps struct {
+	combine func(dst, src []byte, op Op)
+	divide  func(b []byte, n int)
+}
+
+// hostReductions has the host operations of every reducible type.
+var hostReductions = map[DataType]hostOps{
+	Int8: numericOps[int8](), Uint8: numericOps[uint8](), Int32: numericOps[int32](), Uint32: numericOps[uint32](),
+	Int64: numericOps[int64](), Uint64: numericOps[uint64](), Float32: numericOps[float32](), Float64: numericOps[float64](),
+	Float16:  halfOps(halfprec.FromHalf, halfprec.ToHalf),
+	BFloat16: halfOps(halfprec.FromBfloat, halfprec.ToBfloat),
+}
+
+func numericOps[T number]() hostOps {
+	return hostOps{
+		combine: func(dst, src []byte, op Op) { combine(elems[T](dst), elems[T](src), op) },
+		divide:  func(b []byte, n int) { divide(elems[T](b), n) },
+	}
+}
+
+// halfOps: a 16-bit floating type, combined and divided in float32 and rounded once.
+func halfOps(toFloat func(uint16) float32, fromFloat func(float32) uint16) hostOps {
+	return hostOps{
+		combine: func(dst, src []byte, op Op) {
+			combine16(elems[uint16](dst), elems[uint16](src), op, toFloat, fromFloat)
+		},
+		divide: func(b []byte, n int) {
+			e := elems[uint16](b)
+			for i, v := range e {
+				e[i] = fromFloat(toFloat(v) / float32(n))
+			}
+		},
+	}
+}
+
 // reduceInto sets dst[i] = dst[i] op src[i] for the elements of type dt in dst and src (equal
 // lengths, a multiple of dt's size). Avg combines as Sum (divideBy finishes it).
 func reduceInto(dt DataType, op Op, dst, src []byte) error {
 	if len(dst) != len(src) || len(dst)%max(dt.Size(), 1) != 0 {
 		return fmt.Errorf("host reduction of %d and %d bytes of %s: %w", len(dst), len(src), dt, errs.ErrInternal)
 	}
-	switch dt {
-	case Int8:
-		combine(elems[int8](dst), elems[int8](src), op)
-	case Uint8:
-		combine(elems[uint8](dst), elems[uint8](src), op)
-	case Int32:
-		combine(elems[int32](dst), elems[int32](src), op)
-	case Uint32:
-		combine(elems[uint32](dst), elems[uint32](src), op)
-	case Int64:
-		combine(elems[int64](dst), elems[int64](src), op)
-	case Uint64:
-		combine(elems[uint64](dst), elems[uint64](src), op)
-	case Float32:
-		combine(elems[float32](dst), elems[float32](src), op)
-	case Float64:
-		combine(elems[float64](dst), elems[float64](src), op)
-	case Float16:
-		combine16(elems[uint16](dst), elems[uint16](src), op, halfprec.FromHalf, halfprec.ToHalf)
-	case BFloat16:
-		combine16(elems[uint16](dst), elems[uint16](src), op, halfprec.FromBfloat, halfprec.ToBfloat)
-	default:
+	ops, ok := hostReductions[dt]
+	if !ok {
 		return fmt.Errorf("host reduction of %s: %w", dt, errs.ErrInvalidArgument)
 	}
+	ops.combine(dst, src, op)
 	return nil
 }
 
 // divideBy finishes an average: every element of type dt in b divided by n, integers truncated
 // toward zero, float16 and bfloat16 divided in float32 and rounded once.
 func divideBy(dt DataType, b []byte, n int) error {
-	switch dt {
-	case Int8:
-		divide(elems[int8](b), n)
-	case Uint8:
-		divide(elems[uint8](b), n)
-	case Int32:
-		divide(elems[int32](b), n)
-	case Uint32:
-		divide(elems[uint32](b), n)
-	case Int64:
-		divide(elems[int64](b), n)
-	case Uint64:
-		divide(elems[uint64](b), n)
-	case Float32:
-		divide(elems[float32](b), n)
-	case Float64:
-		divide(elems[float64](b), n)
-	case Float16:
-		for i, v := range elems[uint16](b) {
-			elems[uint16](b)[i] = halfprec.ToHalf(halfprec.FromHalf(v) / float32(n))
-		}
-	case BFloat16:
-		for i, v := range elems[uint16](b) {
-			elems[uint16](b)[i] = halfprec.ToBfloat(halfprec.FromBfloat(v) / float32(n))
-		}
-	default:
+	ops, ok := hostReductions[dt]
+	if !ok {
 		return fmt.Errorf("host average of %s: %w", dt, errs.ErrInvalidArgument)
 	}
+	ops.divide(b, n)
 	return nil
 }
 

@@ -224,32 +224,38 @@ func hostPtr(st *staging, off uint64) cuda.DevicePtr {
 	return cuda.DevicePtr(uintptr(st.p) + uintptr(off))
 }
 
-// sendChunks sends b to peer in chunks of at most spanChunkBytes, all on tag.
-func (s *spanning) sendChunks(ctx context.Context, peer, tag int, b []byte) error {
-	for off := 0; off < len(b) || off == 0; off += spanChunkBytes {
+// eachChunk calls f on b in pieces of at most spanChunkBytes, in order (once, empty, for an
+// empty b), until one fails.
+func eachChunk(b []byte, f func(piece []byte) error) error {
+	for off := 0; ; off += spanChunkBytes {
 		end := min(off+spanChunkBytes, len(b))
-		if err := s.boot.Send(ctx, peer, tag, b[off:end]); err != nil {
-			return fmt.Errorf("send to rank %d: %w", peer, err)
+		if err := f(b[off:end]); err != nil {
+			return err
 		}
 		if end == len(b) {
-			break
+			return nil
 		}
 	}
-	return nil
+}
+
+// sendChunks sends b to peer in chunks of at most spanChunkBytes, all on tag.
+func (s *spanning) sendChunks(ctx context.Context, peer, tag int, b []byte) error {
+	return eachChunk(b, func(piece []byte) error {
+		if err := s.boot.Send(ctx, peer, tag, piece); err != nil {
+			return fmt.Errorf("send to rank %d: %w", peer, err)
+		}
+		return nil
+	})
 }
 
 // recvChunks receives len(b) bytes from peer as sendChunks sent them.
 func (s *spanning) recvChunks(ctx context.Context, peer, tag int, b []byte) error {
-	for off := 0; off < len(b) || off == 0; off += spanChunkBytes {
-		end := min(off+spanChunkBytes, len(b))
-		if err := s.boot.RecvInto(ctx, peer, tag, b[off:end]); err != nil {
+	return eachChunk(b, func(piece []byte) error {
+		if err := s.boot.RecvInto(ctx, peer, tag, piece); err != nil {
 			return fmt.Errorf("receive from rank %d: %w", peer, err)
 		}
-		if end == len(b) {
-			break
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // allReduce runs AllReduce across hosts (see the comment at the top of this file).
