@@ -69,7 +69,6 @@
 //
 // Ranks on several hosts (core.HostHash differs; MSCCLPP_HOSTID sets it): New builds the path of
 // spanning.go instead, a Comm per host plus a step across hosts through host memory over the
-// bootstrap's links. AllReduce, AllGather, ReduceScatter, Broadcast and Scale work, each call
-// waiting for its stream (so not in CUDA graphs); SendRecv, AlltoAll and Register return
-// ErrAcrossHosts.
+// bootstrap's links. AllReduce, AllGather, ReduceScatter, Broadcast, Scale, SendRecv and AlltoAll
+// work, each call waiting for its stream (so not in CUDA graphs); Register returns ErrAcrossHosts.
 package collectives

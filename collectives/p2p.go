@@ -118,12 +118,12 @@ type p2pPeer struct {
 // (in bytes). A call waits only for the peers it names, at most 16 (maxP2PPeers), this rank included.
 func (c *Comm) SendRecv(ops []P2POp, s cuda.Stream) error {
 	fail := func(err error) error { return fmt.Errorf("sendrecv of %d operations: %w", len(ops), err) }
-	if c.span != nil {
-		return fail(ErrAcrossHosts)
-	}
 	peers, order, err := planSendRecv(ops, c.rank, c.nRanks)
 	if err != nil {
 		return fail(err)
+	}
+	if c.span != nil {
+		return wrapFail(fail, c.spanCall(func() error { return c.span.p2p(peers, order, s) }))
 	}
 	if err := c.launchP2P(peers, order, s); err != nil {
 		return fail(err)
@@ -198,9 +198,6 @@ func planSendRecv(ops []P2POp, rank, nRanks int) (map[int]*p2pPeer, []int, error
 // every pair meets in the same launch on both sides.
 func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cuda.Stream) error {
 	fail := func(err error) error { return fmt.Errorf("alltoall of %d %s per rank: %w", count, dt, err) }
-	if c.span != nil {
-		return fail(ErrAcrossHosts)
-	}
 	if err := checkCall(send, recv, count, dt); err != nil {
 		return fail(err)
 	}
@@ -210,6 +207,16 @@ func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cud
 	}
 	if count == 0 {
 		return nil
+	}
+	if c.span != nil {
+		peers := make(map[int]*p2pPeer, c.nRanks)
+		order := make([]int, c.nRanks)
+		for r := range c.nRanks {
+			at := func(base cuda.DevicePtr) cuda.DevicePtr { return base + cuda.DevicePtr(uint64(r)*bytes) }
+			peers[r] = &p2pPeer{send: at(send), recv: at(recv), sendBytes: bytes, recvBytes: bytes, hasSend: true, hasRecv: true}
+			order[r] = r
+		}
+		return wrapFail(fail, c.spanCall(func() error { return c.span.p2p(peers, order, s) }))
 	}
 	for _, group := range alltoAllGroups(c.rank, c.nRanks) {
 		peers := map[int]*p2pPeer{}

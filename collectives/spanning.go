@@ -28,14 +28,18 @@ import (
 // modulo that host's size) and reduces the hosts' results in host order, so every rank computes
 // the same bits; avg sums and divides once at the end. ReduceScatter is an AllReduce into a
 // temporary buffer. AllGather and Broadcast move every rank's bytes over the bootstrap links.
+// SendRecv and AlltoAll move the transfers with peers of this host on the local Comm's kernel and
+// those with peers on other hosts as bootstrap messages (p2p below).
 //
-// The exchanges use bootstrap tags from core.CollectivesTagBase on, numbered per Comm: two Comms
-// across hosts over one bootstrap must not run calls at the same time.
+// The collectives' exchanges use bootstrap tags from core.CollectivesTagBase on, numbered per
+// Comm; the point-to-point messages all travel on one tag (spanP2PTag), so that the messages of a
+// pair keep their order. Two Comms across hosts over one bootstrap must not run calls at the same
+// time, nor interleave point-to-point transfers between the same ranks.
 //
 // This is the first, correct-before-fast version: a call waits for its stream, moves the data
 // through the host and returns when done (so it cannot be captured in a CUDA graph: the capture
-// is refused by the driver and the call fails naming it), and no byte takes libfabric. SendRecv,
-// AlltoAll and Register are refused across hosts (ErrAcrossHosts).
+// is refused by the driver and the call fails naming it), and no byte takes libfabric. Register
+// is refused across hosts (ErrAcrossHosts).
 
 // ErrAcrossHosts: an operation this version does not run when the ranks span hosts.
 var ErrAcrossHosts = errs.New(errs.ErrInvalidUsage, "not supported when the ranks span hosts")
@@ -49,6 +53,10 @@ const spanChunkBytes = 64 << 20
 const (
 	spanTagBase = core.CollectivesTagBase
 	spanTags    = 1 << 27
+	// spanSetupTag is newSpanning's exchange, past every call's tag; spanP2PTag every
+	// point-to-point message across hosts.
+	spanSetupTag = spanTagBase + spanTags
+	spanP2PTag   = spanSetupTag + 1
 )
 
 // spanning is a Comm's path when its ranks span hosts.
@@ -62,7 +70,8 @@ type spanning struct {
 	localB   *bootstrap.TCP
 	localCom *core.Communicator
 	pctx     cuda.Context
-	calls    int // spanning calls so far: their bootstrap tags
+	calls    int     // spanning calls so far: their bootstrap tags
+	staged   staging // pinned host memory of the calls (stage)
 }
 
 // hostsOf groups ranks by host from every rank's host hash, hosts numbered in the order of their
@@ -133,7 +142,7 @@ func newSpanning(ctx context.Context, b *bootstrap.TCP, ctxCore *core.Context, d
 			err = errors.Join(err, s.close())
 		}
 	}()
-	tag := spanTagBase + spanTags // setup: past every call's tag
+	tag := spanSetupTag
 	var id bootstrap.UniqueID
 	var root *bootstrap.Root
 	if localRank == 0 {
@@ -162,7 +171,7 @@ func newSpanning(ctx context.Context, b *bootstrap.TCP, ctxCore *core.Context, d
 
 // close releases the local Comm and bootstrap.
 func (s *spanning) close() error {
-	var errList []error
+	errList := []error{s.freeStaging()}
 	if s.local != nil {
 		errList = append(errList, s.local.Close())
 	}
@@ -180,36 +189,70 @@ func (s *spanning) nextTag() int {
 	return t
 }
 
-// staging is pinned host memory for one call, freed by release.
+// staging is a view of the pinned host memory the calls stage their bytes through.
 type staging struct {
 	p unsafe.Pointer
 	b []byte
 }
 
+// stagingQuantum rounds the staging buffer's size up, so that calls of growing sizes do not
+// reallocate it each time.
+const stagingQuantum = 1 << 20
+
+// stage returns n bytes of the Comm's staging buffer (pinned host memory, one per Comm, grown on
+// demand and freed by close). A call uses it until it returns.
 func (s *spanning) stage(n uint64) (*staging, error) {
-	var st staging
-	err := s.pctx.Do(func() error {
-		var err error
-		st.p, err = cuda.MemHostAlloc(int(max(n, 1)))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pinned host memory of %d bytes: %w", n, err)
+	if uint64(len(s.staged.b)) < n {
+		if err := s.freeStaging(); err != nil {
+			return nil, err
+		}
+		size := roundUp(n, stagingQuantum)
+		err := s.pctx.Do(func() error {
+			var err error
+			s.staged.p, err = cuda.MemHostAlloc(int(size))
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("pinned host memory of %d bytes: %w", size, err)
+		}
+		s.staged.b = unsafe.Slice((*byte)(s.staged.p), size)
 	}
-	st.b = unsafe.Slice((*byte)(st.p), n)
-	return &st, nil
+	return &staging{p: s.staged.p, b: s.staged.b[:n]}, nil
 }
 
-func (s *spanning) release(st *staging) error {
-	return s.pctx.Do(func() error { return cuda.MemFreeHost(st.p) })
+// freeStaging frees the staging buffer, if any.
+func (s *spanning) freeStaging() error {
+	if s.staged.p == nil {
+		return nil
+	}
+	p := s.staged.p
+	s.staged = staging{}
+	if err := s.pctx.Do(func() error { return cuda.MemFreeHost(p) }); err != nil {
+		return fmt.Errorf("free pinned host memory: %w", err)
+	}
+	return nil
 }
 
 // copyAndWait copies n bytes from src to dst (device or pinned host memory) on stream str and
 // waits for the stream: everything queued before is done too.
 func (s *spanning) copyAndWait(dst, src cuda.DevicePtr, n uint64, str cuda.Stream) error {
+	return s.copiesAndWait([]hostCopy{{dst, src, n}}, str)
+}
+
+// hostCopy is one copy of copiesAndWait.
+type hostCopy struct {
+	dst, src cuda.DevicePtr
+	n        uint64
+}
+
+// copiesAndWait queues the copies on stream str, in order, and waits for the stream.
+func (s *spanning) copiesAndWait(copies []hostCopy, str cuda.Stream) error {
 	return s.pctx.Do(func() error {
-		if n > 0 {
-			if err := cuda.MemcpyAsync(dst, src, int(n), str); err != nil {
+		for _, c := range copies {
+			if c.n == 0 {
+				continue
+			}
+			if err := cuda.MemcpyAsync(c.dst, c.src, int(c.n), str); err != nil {
 				return err
 			}
 		}
@@ -272,7 +315,6 @@ func (s *spanning) allReduce(send, recv cuda.DevicePtr, count int, dt DataType, 
 	if err != nil {
 		return err
 	}
-	defer s.release(st)
 	me := s.hostOf[s.rank]
 	if err := s.copyAndWait(hostPtr(st, uint64(me)*bytes), recv, bytes, str); err != nil {
 		return err
@@ -334,7 +376,6 @@ func (s *spanning) allGather(send, recv cuda.DevicePtr, sendCount int, dt DataTy
 	if err != nil {
 		return err
 	}
-	defer s.release(st)
 	if err := s.copyAndWait(hostPtr(st, uint64(s.rank)*bytes), send, bytes, str); err != nil {
 		return err
 	}
@@ -364,7 +405,6 @@ func (s *spanning) broadcast(send, recv cuda.DevicePtr, count int, dt DataType, 
 	if err != nil {
 		return err
 	}
-	defer s.release(st)
 	ctx, tag := context.Background(), s.nextTag()
 	if s.rank == root {
 		if err := s.copyAndWait(hostPtr(st, 0), send, bytes, str); err != nil {
@@ -384,4 +424,75 @@ func (s *spanning) broadcast(send, recv cuda.DevicePtr, count int, dt DataType, 
 		return err
 	}
 	return s.copyAndWait(recv, hostPtr(st, 0), bytes, str)
+}
+
+// p2p runs the transfers of a SendRecv or AlltoAll call across hosts; peers and order are as
+// planSendRecv returns them (order names every peer once). The transfers with ranks of this host
+// (this rank included) go on the local Comm's kernel, queued first, so that both sides of a local
+// pair are queued before either waits. Those with ranks of other hosts are staged: the sends are
+// copied to host memory and handed to the network on spanP2PTag (the bootstrap keeps a pair's
+// messages in order, and a send does not wait for its receive), then the receives are taken and
+// copied to their buffers. A transfer of 0 bytes moves no message, on either side, as on the
+// kernel.
+func (s *spanning) p2p(peers map[int]*p2pPeer, order []int, str cuda.Stream) error {
+	me := s.hostOf[s.rank]
+	localPeers := map[int]*p2pPeer{}
+	var localOrder, remote []int
+	var stagedBytes uint64
+	for _, r := range order {
+		p := peers[r]
+		if s.hostOf[r] == me {
+			i := slices.Index(s.hosts[me], r)
+			localPeers[i], localOrder = p, append(localOrder, i)
+			continue
+		}
+		remote = append(remote, r)
+		stagedBytes += p.sendBytes + p.recvBytes
+	}
+	if len(localOrder) > maxP2PPeers {
+		return fmt.Errorf("%d peers on this host in one call, at most %d: %w", len(localOrder), maxP2PPeers,
+			errs.ErrInvalidArgument)
+	}
+	if len(localOrder) > 0 {
+		if err := s.local.launchP2P(localPeers, localOrder, str); err != nil {
+			return fmt.Errorf("inside host %d: %w", me, err)
+		}
+	}
+	if stagedBytes == 0 {
+		return nil
+	}
+	st, err := s.stage(stagedBytes)
+	if err != nil {
+		return err
+	}
+	// The staging buffer holds, per remote peer in order, its send then its receive.
+	sendAt, recvAt := make(map[int]uint64, len(remote)), make(map[int]uint64, len(remote))
+	var off uint64
+	var in, out []hostCopy
+	for _, r := range remote {
+		p := peers[r]
+		sendAt[r], recvAt[r] = off, off+p.sendBytes
+		in = append(in, hostCopy{hostPtr(st, off), p.send, p.sendBytes})
+		out = append(out, hostCopy{p.recv, hostPtr(st, recvAt[r]), p.recvBytes})
+		off += p.sendBytes + p.recvBytes
+	}
+	if err := s.copiesAndWait(in, str); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	for _, r := range remote {
+		if n := peers[r].sendBytes; n > 0 {
+			if err := s.sendChunks(ctx, r, spanP2PTag, st.b[sendAt[r]:sendAt[r]+n]); err != nil {
+				return fmt.Errorf("across hosts: %w", err)
+			}
+		}
+	}
+	for _, r := range remote {
+		if n := peers[r].recvBytes; n > 0 {
+			if err := s.recvChunks(ctx, r, spanP2PTag, st.b[recvAt[r]:recvAt[r]+n]); err != nil {
+				return fmt.Errorf("across hosts: %w", err)
+			}
+		}
+	}
+	return s.copiesAndWait(out, str)
 }

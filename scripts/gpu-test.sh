@@ -315,6 +315,26 @@ if wanted "across hosts"; then
 	else
 		result "build collectives" 1
 	fi
+	# SendRecv and AlltoAll across hosts: the p2p checks but the CUDA graph.
+	if build_cuda tests/gpu/p2p/main.cu "$bin/p2p"; then
+		run "across hosts: p2p (hosts), each rank its own host" 300 "${apart[@]}" "$bin/p2p" hosts
+		if [ "$np" -ge 4 ]; then
+			run "across hosts: p2p (hosts), 2 hosts of $((np / 2)) ranks, alternating" 300 $mpirun -np "$np" \
+				bash -c 'MSCCLPP_HOSTID=gpu-test-host-$((OMPI_COMM_WORLD_RANK % 2)) exec "$0" "$@"' "$bin/p2p" hosts
+		fi
+	else
+		result "build p2p" 1
+	fi
+	# torch.distributed on the NCCL layer with each rank its own host (mpirun gives the ranks;
+	# MSCCLPP_HOSTID must be set before the library loads). Calls across hosts cannot be captured:
+	# the CUDA graph check is skipped.
+	if [ -x "$torch" ]; then
+		run "across hosts: torch_check, $np ranks, each its own host, LD_PRELOAD" 300 $mpirun -np "$np" \
+			bash -c 'export MSCCLPP_HOSTID=gpu-test-host-$OMPI_COMM_WORLD_RANK RANK=$OMPI_COMM_WORLD_RANK \
+				WORLD_SIZE=$OMPI_COMM_WORLD_SIZE LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK MASTER_ADDR=127.0.0.1 \
+				MASTER_PORT=29531; exec env "$@"' _ LD_PRELOAD="$build/lib/libmscclpp_nccl.so" \
+			"$torch" tests/nccl/torch_check.py 'all_reduce in a CUDA graph*'
+	fi
 fi
 
 echo "gpu-test: $passed passed, $failed failed, $skipped skipped"
