@@ -12,7 +12,6 @@ import (
 	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/bootstrap"
 	"github.com/mscclpp-go/mscclpp/core/cuda"
-	"github.com/mscclpp-go/mscclpp/core/errs"
 	"github.com/mscclpp-go/mscclpp/internal/halfprec"
 )
 
@@ -171,28 +170,4 @@ func TestSpanningSetupFails(t *testing.T) {
 		assert.Contains(t, err.Error(), "collectives among host", "rank %d: %v", r, err)
 		assert.Contains(t, err.Error(), "2 ranks", "rank %d", r)
 	}
-}
-
-// TestEachChunk: pieces of at most spanChunkBytes that cover b in order, one empty piece for an
-// empty b, and the first error ends it.
-func TestEachChunk(t *testing.T) {
-	for _, n := range []int{0, 1, spanChunkBytes - 1, spanChunkBytes, spanChunkBytes + 1, 2*spanChunkBytes + 5} {
-		b := make([]byte, n)
-		var sizes []int
-		covered := 0
-		require.NoError(t, eachChunk(b, func(piece []byte) error {
-			if len(piece) > 0 {
-				assert.Same(t, &b[covered], &piece[0], "size %d: pieces in order", n)
-			}
-			covered += len(piece)
-			sizes = append(sizes, len(piece))
-			return nil
-		}))
-		assert.Equal(t, n, covered, "size %d", n)
-		assert.Len(t, sizes, max(1, (n+spanChunkBytes-1)/spanChunkBytes), "size %d: %v", n, sizes)
-	}
-	calls := 0
-	err := eachChunk(make([]byte, 3*spanChunkBytes), func([]byte) error { calls++; return errs.ErrInternal })
-	assert.ErrorIs(t, err, errs.ErrInternal)
-	assert.Equal(t, 1, calls)
 }

@@ -20,44 +20,28 @@ import (
 //
 //   - a local Comm over the ranks of this rank's host (a bootstrap of their own, whose root the
 //     host's first rank runs, and CUDA IPC between them), which runs the usual kernels;
-//   - the step across hosts over the job's bootstrap links (TCP), with the bytes staged through
-//     pinned host memory and reduced on the CPU.
+//   - the step across hosts over libfabric (hostlink.go: links with every other rank on an
+//     endpoint of their own, TransportIB, host memory to host memory), with the bytes staged
+//     through pinned host memory and reduced on the CPU.
 //
 // AllReduce is hierarchical: the local Comm reduces inside the host (NVLink), every rank then
 // exchanges its host's result with one rank of every other host (the rank with its local index,
 // modulo that host's size) and reduces the hosts' results in host order, so every rank computes
 // the same bits; avg sums and divides once at the end. ReduceScatter is an AllReduce into a
-// temporary buffer. AllGather and Broadcast move every rank's bytes over the bootstrap links.
-// SendRecv and AlltoAll move the transfers with peers of this host on the local Comm's kernel and
-// those with peers on other hosts as bootstrap messages (p2p below).
-//
-// The collectives' exchanges use bootstrap tags from core.CollectivesTagBase on, numbered per
-// Comm; the point-to-point messages all travel on one tag (spanP2PTag), so that the messages of a
-// pair keep their order. Two Comms across hosts over one bootstrap must not run calls at the same
-// time, nor interleave point-to-point transfers between the same ranks.
+// temporary buffer. AllGather and Broadcast move every rank's bytes over the links. SendRecv and
+// AlltoAll move the transfers with peers of this host on the local Comm's kernel and those with
+// peers on other hosts over the links, whose streams keep a pair's bytes in order.
 //
 // This is the first, correct-before-fast version: a call waits for its stream, moves the data
 // through the host and returns when done (so it cannot be captured in a CUDA graph: the capture
-// is refused by the driver and the call fails naming it), and no byte takes libfabric. Register
-// is refused across hosts (ErrAcrossHosts).
+// is refused by the driver and the call fails naming it). Register is refused across hosts
+// (ErrAcrossHosts).
 
 // ErrAcrossHosts: an operation this version does not run when the ranks span hosts.
 var ErrAcrossHosts = errs.New(errs.ErrInvalidUsage, "not supported when the ranks span hosts")
 
-// spanChunkBytes bounds one bootstrap message of a spanning call, well under the bootstrap's
-// frame limit and its per-peer limit of bytes sent ahead of their receives.
-const spanChunkBytes = 64 << 20
-
-// spanTagBase is the first bootstrap tag of the spanning calls' exchanges; each call takes the
-// next tag (modulo spanTags), the same on every rank since calls are collective.
-const (
-	spanTagBase = core.CollectivesTagBase
-	spanTags    = 1 << 27
-	// spanSetupTag is newSpanning's exchange, past every call's tag; spanP2PTag every
-	// point-to-point message across hosts.
-	spanSetupTag = spanTagBase + spanTags
-	spanP2PTag   = spanSetupTag + 1
-)
+// spanSetupTag is the bootstrap tag of newSpanning's exchange (the host's bootstrap id).
+const spanSetupTag = core.CollectivesTagBase
 
 // spanning is a Comm's path when its ranks span hosts.
 type spanning struct {
@@ -70,8 +54,8 @@ type spanning struct {
 	localB   *bootstrap.TCP
 	localCom *core.Communicator
 	pctx     cuda.Context
-	calls    int     // spanning calls so far: their bootstrap tags
-	staged   staging // pinned host memory of the calls (stage)
+	links    *hostLinks // with every other rank, over libfabric
+	staged   staging    // pinned host memory of the calls (stage)
 }
 
 // hostsOf groups ranks by host from every rank's host hash, hosts numbered in the order of their
@@ -166,27 +150,32 @@ func newSpanning(ctx context.Context, b *bootstrap.TCP, ctxCore *core.Context, d
 	if s.local, err = New(ctx, s.localCom, device); err != nil {
 		return nil, fmt.Errorf("collectives among host %d's %d ranks: %w", s.hostOf[s.rank], len(mine), err)
 	}
+	others := make([]int, 0, s.nRanks-1)
+	for r := range s.nRanks {
+		if r != s.rank {
+			others = append(others, r)
+		}
+	}
+	if s.links, err = newHostLinks(ctx, b, others); err != nil {
+		return nil, fmt.Errorf("network links with the other %d ranks: %w", len(others), err)
+	}
 	return s, nil
 }
 
 // close releases the local Comm and bootstrap.
 func (s *spanning) close() error {
 	errList := []error{s.freeStaging()}
+	if s.links != nil {
+		errList = append(errList, s.links.close())
+	}
 	if s.local != nil {
 		errList = append(errList, s.local.Close())
 	}
 	if s.localB != nil {
 		errList = append(errList, s.localB.Close())
 	}
-	s.local, s.localB = nil, nil
+	s.local, s.localB, s.links = nil, nil, nil
 	return errors.Join(errList...)
-}
-
-// nextTag is the bootstrap tag of the next call's exchanges.
-func (s *spanning) nextTag() int {
-	t := spanTagBase + s.calls%spanTags
-	s.calls++
-	return t
 }
 
 // staging is a view of the pinned host memory the calls stage their bytes through.
@@ -267,40 +256,6 @@ func hostPtr(st *staging, off uint64) cuda.DevicePtr {
 	return cuda.DevicePtr(uintptr(st.p) + uintptr(off))
 }
 
-// eachChunk calls f on b in pieces of at most spanChunkBytes, in order (once, empty, for an
-// empty b), until one fails.
-func eachChunk(b []byte, f func(piece []byte) error) error {
-	for off := 0; ; off += spanChunkBytes {
-		end := min(off+spanChunkBytes, len(b))
-		if err := f(b[off:end]); err != nil {
-			return err
-		}
-		if end == len(b) {
-			return nil
-		}
-	}
-}
-
-// sendChunks sends b to peer in chunks of at most spanChunkBytes, all on tag.
-func (s *spanning) sendChunks(ctx context.Context, peer, tag int, b []byte) error {
-	return eachChunk(b, func(piece []byte) error {
-		if err := s.boot.Send(ctx, peer, tag, piece); err != nil {
-			return fmt.Errorf("send to rank %d: %w", peer, err)
-		}
-		return nil
-	})
-}
-
-// recvChunks receives len(b) bytes from peer as sendChunks sent them.
-func (s *spanning) recvChunks(ctx context.Context, peer, tag int, b []byte) error {
-	return eachChunk(b, func(piece []byte) error {
-		if err := s.boot.RecvInto(ctx, peer, tag, piece); err != nil {
-			return fmt.Errorf("receive from rank %d: %w", peer, err)
-		}
-		return nil
-	})
-}
-
 // allReduce runs AllReduce across hosts (see the comment at the top of this file).
 func (s *spanning) allReduce(send, recv cuda.DevicePtr, count int, dt DataType, op Op, str cuda.Stream) error {
 	localOp := op
@@ -320,21 +275,18 @@ func (s *spanning) allReduce(send, recv cuda.DevicePtr, count int, dt DataType, 
 		return err
 	}
 	part := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
-	ctx := context.Background()
-	tag := s.nextTag()
+	var ts transferSet
 	sendTo, recvFrom := crossHostPeers(s.hosts, s.hostOf, s.rank)
 	for _, r := range sendTo {
-		if err := s.sendChunks(ctx, r, tag, part(me)); err != nil {
-			return fmt.Errorf("across hosts: %w", err)
-		}
+		ts.send(r, part(me))
 	}
 	for h, r := range recvFrom {
-		if h == me {
-			continue
+		if h != me {
+			ts.recv(r, part(h))
 		}
-		if err := s.recvChunks(ctx, r, tag, part(h)); err != nil {
-			return fmt.Errorf("across hosts: %w", err)
-		}
+	}
+	if err := s.links.exchange(context.Background(), ts.list); err != nil {
+		return err
 	}
 	acc := part(0)
 	for h := 1; h < len(s.hosts); h++ {
@@ -380,20 +332,15 @@ func (s *spanning) allGather(send, recv cuda.DevicePtr, sendCount int, dt DataTy
 		return err
 	}
 	part := func(r int) []byte { return st.b[uint64(r)*bytes : uint64(r+1)*bytes] }
-	ctx, tag := context.Background(), s.nextTag()
+	var ts transferSet
 	for r := range s.nRanks {
 		if r != s.rank {
-			if err := s.sendChunks(ctx, r, tag, part(s.rank)); err != nil {
-				return err
-			}
+			ts.send(r, part(s.rank))
+			ts.recv(r, part(r))
 		}
 	}
-	for r := range s.nRanks {
-		if r != s.rank {
-			if err := s.recvChunks(ctx, r, tag, part(r)); err != nil {
-				return err
-			}
-		}
+	if err := s.links.exchange(context.Background(), ts.list); err != nil {
+		return err
 	}
 	return s.copyAndWait(recv, hostPtr(st, 0), bytes*uint64(s.nRanks), str)
 }
@@ -405,23 +352,24 @@ func (s *spanning) broadcast(send, recv cuda.DevicePtr, count int, dt DataType, 
 	if err != nil {
 		return err
 	}
-	ctx, tag := context.Background(), s.nextTag()
+	var ts transferSet
 	if s.rank == root {
 		if err := s.copyAndWait(hostPtr(st, 0), send, bytes, str); err != nil {
 			return err
 		}
 		for r := range s.nRanks {
 			if r != root {
-				if err := s.sendChunks(ctx, r, tag, st.b); err != nil {
-					return err
-				}
+				ts.send(r, st.b)
 			}
 		}
-		if send == recv {
-			return nil
-		}
-	} else if err := s.recvChunks(ctx, root, tag, st.b); err != nil {
+	} else {
+		ts.recv(root, st.b)
+	}
+	if err := s.links.exchange(context.Background(), ts.list); err != nil {
 		return err
+	}
+	if s.rank == root && send == recv {
+		return nil
 	}
 	return s.copyAndWait(recv, hostPtr(st, 0), bytes, str)
 }
@@ -429,10 +377,9 @@ func (s *spanning) broadcast(send, recv cuda.DevicePtr, count int, dt DataType, 
 // p2p runs the transfers of a SendRecv or AlltoAll call across hosts; peers and order are as
 // planSendRecv returns them (order names every peer once). The transfers with ranks of this host
 // (this rank included) go on the local Comm's kernel, queued first, so that both sides of a local
-// pair are queued before either waits. Those with ranks of other hosts are staged: the sends are
-// copied to host memory and handed to the network on spanP2PTag (the bootstrap keeps a pair's
-// messages in order, and a send does not wait for its receive), then the receives are taken and
-// copied to their buffers. A transfer of 0 bytes moves no message, on either side, as on the
+// pair are queued before either waits. Those with ranks of other hosts are staged through host
+// memory over the links (whose streams keep a pair's bytes in order; a send that fits the slots
+// completes without its receive). A transfer of 0 bytes moves nothing, on either side, as on the
 // kernel.
 func (s *spanning) p2p(peers map[int]*p2pPeer, order []int, str cuda.Stream) error {
 	me := s.hostOf[s.rank]
@@ -479,20 +426,14 @@ func (s *spanning) p2p(peers map[int]*p2pPeer, order []int, str cuda.Stream) err
 	if err := s.copiesAndWait(in, str); err != nil {
 		return err
 	}
-	ctx := context.Background()
+	ts := transferSet{stream: streamP2P}
 	for _, r := range remote {
-		if n := peers[r].sendBytes; n > 0 {
-			if err := s.sendChunks(ctx, r, spanP2PTag, st.b[sendAt[r]:sendAt[r]+n]); err != nil {
-				return fmt.Errorf("across hosts: %w", err)
-			}
-		}
+		p := peers[r]
+		ts.send(r, st.b[sendAt[r]:sendAt[r]+p.sendBytes])
+		ts.recv(r, st.b[recvAt[r]:recvAt[r]+p.recvBytes])
 	}
-	for _, r := range remote {
-		if n := peers[r].recvBytes; n > 0 {
-			if err := s.recvChunks(ctx, r, spanP2PTag, st.b[recvAt[r]:recvAt[r]+n]); err != nil {
-				return fmt.Errorf("across hosts: %w", err)
-			}
-		}
+	if err := s.links.exchange(context.Background(), ts.list); err != nil {
+		return err
 	}
 	return s.copiesAndWait(out, str)
 }

@@ -1,0 +1,301 @@
+package collectives
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/mscclpp-go/mscclpp/core"
+	"github.com/mscclpp-go/mscclpp/core/bootstrap"
+	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/config"
+)
+
+// The network step of the calls across hosts (spanning.go): byte streams between this rank and
+// the ranks of other hosts over core connections on TransportIB (libfabric: MSCCLPP_NET_PROVIDER,
+// tcp where nothing faster is offered), host memory to host memory.
+//
+// Every ordered pair of ranks (sender, receiver) has linkStreams streams (one for the collectives,
+// one for SendRecv and AlltoAll, whose sends may wait in the receiver's inbox while collectives
+// run). A stream moves chunks of at most linkChunkBytes
+// through linkSlots slots of the receiver's inbox, a window of host memory registered with the
+// network: the sender copies a chunk into the same slot of its outbox (registered too), writes it
+// into the receiver's slot, then writes its count of chunks sent into the receiver's arrived word
+// (core.Connection.UpdateAndSync: after the data). The receiver copies the chunk out and writes
+// its count of chunks taken into the sender's freed word; the sender reuses a slot only once the
+// chunk that held it was taken. The counts run over every call, so a stream needs no per-call
+// handshake: both sides cut a transfer into chunks from its byte count alone.
+//
+// One call's transfers with all peers progress together in one loop (exchange), sends and
+// receives interleaved, so that two ranks sending each other more than the slots hold cannot
+// deadlock. A call ends when its bytes are in and its writes flushed; its last chunks (up to the
+// slots) may wait in the peer's inbox for the peer's next call, so a send that fits the slots
+// completes without its receive, as on the one-host kernel.
+const (
+	linkChunkBytes = 512 << 10
+	linkSlots      = 4
+	// linkWindowBytes is the inbox and the outbox of one peer: the slots, then in the inbox the
+	// arrived word (the peer's chunks written here) and the freed word (this rank's chunks the
+	// peer has taken).
+	linkWindowBytes = linkSlots*linkChunkBytes + 16
+	linkArrivedOff  = linkSlots * linkChunkBytes
+	linkFreedOff    = linkArrivedOff + 8
+)
+
+// The streams of a pair of ranks.
+const (
+	streamCollective = iota // the collectives' exchanges
+	streamP2P               // SendRecv and AlltoAll
+	linkStreams
+)
+
+// ErrNetTimedOut: a call across hosts saw nothing move with a peer for MSCCLPP_NET_TIMEOUT.
+var ErrNetTimedOut = errs.New(errs.ErrSystem, "across hosts, nothing moved with a peer for MSCCLPP_NET_TIMEOUT")
+
+// linkStream is this rank's end of one stream with a rank of another host, both directions.
+type linkStream struct {
+	peer          int
+	conn          *core.Connection // the pair's connection, shared by its streams
+	inbox, outbox []byte
+	outboxMem     core.RegisteredMemory // registered, local
+	peerInbox     core.RegisteredMemory // the peer's inbox
+	sent, taken   uint64                // chunks written to the peer, chunks of the peer copied out
+}
+
+func (l *linkStream) word(off int) *uint64 { return (*uint64)(unsafe.Pointer(&l.inbox[off])) }
+
+// hostLinks are a rank's links with other ranks: streams[k][r] is stream k with rank r (nil for a
+// rank it has none with). They have a libfabric endpoint of their own (a core.Context of their
+// own): close closes it before it unmaps the windows, so that no late write of a peer can land in
+// freed memory.
+type hostLinks struct {
+	comm    *core.Communicator
+	streams [linkStreams][]*linkStream
+	windows [][]byte // mmap'd: freed by close
+}
+
+// Tags of the links' exchanges on their own Communicator over the job's bootstrap: the last
+// connection tag, and the last memory tags (stream k's inboxes on linkTag - k), which the
+// Communicator of New's caller does not use across hosts.
+const linkTag = core.MaxUserTag - 1
+
+// newHostLinks connects this rank with every rank in peers over TransportIB, on a context of its
+// own over bootstrap b, and exchanges the inboxes; collective among those ranks (every rank names
+// the others). The windows are anonymous mappings (host memory that never moves), 2 *
+// linkStreams * linkWindowBytes per peer.
+func newHostLinks(ctx context.Context, b *bootstrap.TCP, peers []int) (_ *hostLinks, err error) {
+	comm := core.NewCommunicator(b, core.NewContext())
+	h := &hostLinks{comm: comm}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, h.close())
+		}
+	}()
+	cfg := core.EndpointConfig{Transport: core.TransportIB, Device: core.Device{Type: core.DeviceCPU}}
+	conns := make([]core.Future[*core.Connection], len(peers))
+	for i, r := range peers {
+		conns[i] = comm.Connect(cfg, r, linkTag)
+	}
+	type inboxes struct {
+		sent  core.Future[struct{}]
+		recvd core.Future[core.RegisteredMemory]
+	}
+	swaps := make([][linkStreams]inboxes, len(peers))
+	for k := range linkStreams {
+		h.streams[k] = make([]*linkStream, b.Size())
+		for i, r := range peers {
+			l := &linkStream{peer: r}
+			for _, w := range []*[]byte{&l.inbox, &l.outbox} {
+				b, err := syscall.Mmap(-1, 0, linkWindowBytes, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+				if err != nil {
+					return nil, fmt.Errorf("window of %d bytes for rank %d: %w: %w", linkWindowBytes, r, errs.ErrSystem, err)
+				}
+				h.windows = append(h.windows, b)
+				*w = b
+			}
+			in, err := comm.Context().RegisterMemory(hostAddr(l.inbox), linkWindowBytes, core.TransportIB)
+			if err != nil {
+				return nil, fmt.Errorf("register an inbox for rank %d: %w", r, err)
+			}
+			if l.outboxMem, err = comm.Context().RegisterMemory(hostAddr(l.outbox), linkWindowBytes, core.TransportIB); err != nil {
+				return nil, fmt.Errorf("register an outbox for rank %d: %w", r, err)
+			}
+			swaps[i][k] = inboxes{comm.SendMemory(in, r, linkTag-k), comm.RecvMemory(r, linkTag-k)}
+			h.streams[k][r] = l
+		}
+	}
+	for i, r := range peers {
+		conn, err := conns[i].Get(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("network connection with rank %d: %w", r, err)
+		}
+		for k := range linkStreams {
+			l := h.streams[k][r]
+			l.conn = conn
+			if _, err := swaps[i][k].sent.Get(ctx); err != nil {
+				return nil, fmt.Errorf("send an inbox to rank %d: %w", r, err)
+			}
+			if l.peerInbox, err = swaps[i][k].recvd.Get(ctx); err != nil {
+				return nil, fmt.Errorf("receive an inbox of rank %d: %w", r, err)
+			}
+		}
+	}
+	return h, nil
+}
+
+func hostAddr(b []byte) cuda.DevicePtr { return cuda.DevicePtr(uintptr(unsafe.Pointer(&b[0]))) }
+
+// close waits (at most MSCCLPP_NET_TIMEOUT) for the peers to take the chunks this rank sent, so
+// that their last writes to it (the freed counts) have landed, closes the links' context (their
+// endpoint: nothing lands in the windows after it), then unmaps the windows.
+func (h *hostLinks) close() error {
+	deadline := time.Now().Add(config.NetTimeout.Get())
+	for _, l := range slices.Concat(h.streams[:]...) {
+		for l != nil && l.conn != nil && atomic.LoadUint64(l.word(linkFreedOff)) < l.sent && time.Now().Before(deadline) {
+			if h.comm.Context().Progress(core.TransportIB) != nil {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	errList := []error{h.comm.Context().Close()}
+	for _, w := range h.windows {
+		errList = append(errList, syscall.Munmap(w))
+	}
+	h.windows = nil
+	return errors.Join(errList...)
+}
+
+// transfer is one call's traffic with one peer on one stream: send goes to it, recv is filled
+// from it (either may be empty: nothing moves that way).
+type transfer struct {
+	peer, stream int
+	send, recv   []byte
+}
+
+// exchange moves every transfer's bytes, all progressing together, and returns when every
+// receive is complete and every write flushed, or fails naming the peers still owed bytes when
+// one's bootstrap link ends or nothing moves for MSCCLPP_NET_TIMEOUT.
+func (h *hostLinks) exchange(ctx context.Context, ts []transfer) error {
+	at := make([]transferProgress, len(ts))
+	for _, t := range ts {
+		if t.stream < 0 || t.stream >= linkStreams || h.streams[t.stream][t.peer] == nil {
+			return fmt.Errorf("no stream %d with rank %d: %w", t.stream, t.peer, errs.ErrInternal)
+		}
+	}
+	timeout := config.NetTimeout.Get()
+	lastMove := time.Now()
+	b := h.comm.Bootstrap()
+	for spins := 0; ; spins++ {
+		moved, pending := false, false
+		for i, t := range ts {
+			l, p := h.streams[t.stream][t.peer], &at[i]
+			for p.sent < len(t.send) && l.sent-atomic.LoadUint64(l.word(linkFreedOff)) < linkSlots {
+				n := min(linkChunkBytes, len(t.send)-p.sent)
+				slot := uint64(l.sent%linkSlots) * linkChunkBytes
+				copy(l.outbox[slot:], t.send[p.sent:p.sent+n])
+				if err := l.conn.Write(l.peerInbox, slot, l.outboxMem, slot, uint64(n)); err != nil {
+					return fmt.Errorf("write to rank %d: %w", t.peer, err)
+				}
+				l.sent++
+				if err := l.conn.UpdateAndSync(l.peerInbox, linkArrivedOff, l.sent); err != nil {
+					return fmt.Errorf("signal rank %d: %w", t.peer, err)
+				}
+				p.sent += n
+				moved = true
+			}
+			for p.taken < len(t.recv) && atomic.LoadUint64(l.word(linkArrivedOff)) > l.taken {
+				n := min(linkChunkBytes, len(t.recv)-p.taken)
+				slot := (l.taken % linkSlots) * linkChunkBytes
+				copy(t.recv[p.taken:p.taken+n], l.inbox[slot:])
+				l.taken++
+				if err := l.conn.UpdateAndSync(l.peerInbox, linkFreedOff, l.taken); err != nil {
+					return fmt.Errorf("free a slot of rank %d: %w", t.peer, err)
+				}
+				p.taken += n
+				moved = true
+			}
+			pending = pending || owes(t, *p)
+		}
+		if !pending {
+			break
+		}
+		if moved {
+			lastMove = time.Now()
+			continue
+		}
+		if err := h.comm.Context().Progress(core.TransportIB); err != nil {
+			return fmt.Errorf("network progress: %w", err)
+		}
+		if spins%64 == 0 {
+			select {
+			case <-b.PeerFailed():
+				return fmt.Errorf("across hosts, waiting for ranks %v: %w: %w", h.owed(ts, at), ErrPeerFailed, b.PeerErr())
+			default:
+			}
+			if time.Since(lastMove) > timeout {
+				return fmt.Errorf("ranks %v, for %v: %w", h.owed(ts, at), timeout, ErrNetTimedOut)
+			}
+			runtime.Gosched()
+		}
+	}
+	flushCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, t := range ts {
+		if len(t.send) > 0 || len(t.recv) > 0 {
+			if err := h.streams[t.stream][t.peer].conn.Flush(flushCtx); err != nil {
+				return fmt.Errorf("flush the writes to rank %d: %w", t.peer, err)
+			}
+		}
+	}
+	return nil
+}
+
+// transferSet gathers one call's transfers on one stream, one per peer, in the order peers were
+// first named.
+type transferSet struct {
+	stream int
+	list   []transfer
+	index  map[int]int
+}
+
+func (ts *transferSet) at(peer int) *transfer {
+	if ts.index == nil {
+		ts.index = map[int]int{}
+	}
+	i, ok := ts.index[peer]
+	if !ok {
+		i = len(ts.list)
+		ts.index[peer] = i
+		ts.list = append(ts.list, transfer{peer: peer, stream: ts.stream})
+	}
+	return &ts.list[i]
+}
+
+// send sets the bytes that go to peer; recv the buffer filled from it.
+func (ts *transferSet) send(peer int, b []byte) { ts.at(peer).send = b }
+func (ts *transferSet) recv(peer int, b []byte) { ts.at(peer).recv = b }
+
+// transferProgress is how far a transfer got: bytes sent, bytes received.
+type transferProgress struct{ sent, taken int }
+
+// owes reports whether transfer t, at p, is not done: bytes to send or receive.
+func owes(t transfer, p transferProgress) bool { return p.sent < len(t.send) || p.taken < len(t.recv) }
+
+// owed lists the peers of ts whose transfers are not done.
+func (h *hostLinks) owed(ts []transfer, at []transferProgress) []int {
+	var peers []int
+	for i, t := range ts {
+		if owes(t, at[i]) {
+			peers = append(peers, t.peer)
+		}
+	}
+	return peers
+}

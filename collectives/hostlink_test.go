@@ -1,0 +1,283 @@
+package collectives
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mscclpp-go/mscclpp/core/bootstrap"
+	"github.com/mscclpp-go/mscclpp/core/fabric"
+	"github.com/mscclpp-go/mscclpp/internal/config"
+)
+
+// linkPattern is byte i of the k-th message from rank `from` to rank `to`.
+func linkPattern(from, to, k, i int) byte { return byte(i*7 + from*31 + to*13 + k*5) }
+
+// joinHostLinks links rank b.Rank() with every other rank over the real libfabric tcp provider
+// (loopback), on an endpoint of its own.
+func joinHostLinks(ctx context.Context, b *bootstrap.TCP) (*hostLinks, error) {
+	var peers []int
+	for r := range b.Size() {
+		if r != b.Rank() {
+			peers = append(peers, r)
+		}
+	}
+	return newHostLinks(ctx, b, peers)
+}
+
+func requireTCP(t *testing.T) {
+	t.Helper()
+	if !fabric.Has("tcp") {
+		t.Skip("libfabric offers no tcp provider here")
+	}
+	config.NetProvider.Set("tcp")
+	t.Cleanup(config.NetProvider.Reset)
+}
+
+// TestHostLinksExchange: 4 ranks exchange messages with every other rank, all at once, sizes from
+// 0 bytes to several times the slots (so that sends wait for the peer to take chunks while it is
+// itself sending), one call after another (the chunk counts carry over), every byte checked.
+func TestHostLinksExchange(t *testing.T) {
+	requireTCP(t)
+	sizes := []int{0, 1, 8, linkChunkBytes - 1, linkChunkBytes, linkSlots*linkChunkBytes + 3, 3*linkSlots*linkChunkBytes + 4097}
+	const n = 4
+	failed := runRanks(t, n, func(ctx context.Context, rank int, b *bootstrap.TCP) error {
+		h, err := joinHostLinks(ctx, b)
+		if err != nil {
+			return err
+		}
+		defer h.close()
+		for k, size := range sizes {
+			ts := make([]transfer, 0, n-1)
+			for r := range n {
+				if r == rank {
+					continue
+				}
+				tr := transfer{peer: r, send: make([]byte, size), recv: make([]byte, size)}
+				for i := range tr.send {
+					tr.send[i] = linkPattern(rank, r, k, i)
+				}
+				ts = append(ts, tr)
+			}
+			if err := h.exchange(ctx, ts); err != nil {
+				return fmt.Errorf("message %d (%d bytes): %w", k, size, err)
+			}
+			for _, tr := range ts {
+				for i, v := range tr.recv {
+					if want := linkPattern(tr.peer, rank, k, i); v != want {
+						return fmt.Errorf("message %d (%d bytes) from rank %d: byte %d is %d, want %d", k, size, tr.peer, i, v, want)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	for r, err := range failed {
+		assert.NoError(t, err, "rank %d", r)
+	}
+}
+
+// TestHostLinksOneWay: transfers that only send or only receive, of different sizes per peer, in
+// one call: rank 0 sends to ranks 1 and 2, which only receive.
+func TestHostLinksOneWay(t *testing.T) {
+	requireTCP(t)
+	sizes := map[int]int{1: 3*linkChunkBytes + 5, 2: 77}
+	failed := runRanks(t, 3, func(ctx context.Context, rank int, b *bootstrap.TCP) error {
+		h, err := joinHostLinks(ctx, b)
+		if err != nil {
+			return err
+		}
+		defer h.close()
+		var ts []transfer
+		if rank == 0 {
+			for r, size := range sizes {
+				tr := transfer{peer: r, send: make([]byte, size)}
+				for i := range tr.send {
+					tr.send[i] = linkPattern(0, r, 0, i)
+				}
+				ts = append(ts, tr)
+			}
+		} else {
+			ts = []transfer{{peer: 0, recv: make([]byte, sizes[rank])}}
+		}
+		if err := h.exchange(ctx, ts); err != nil {
+			return err
+		}
+		if rank != 0 {
+			for i, v := range ts[0].recv {
+				if want := linkPattern(0, rank, 0, i); v != want {
+					return fmt.Errorf("byte %d is %d, want %d", i, v, want)
+				}
+			}
+		}
+		return b.Barrier(ctx)
+	})
+	for r, err := range failed {
+		assert.NoError(t, err, "rank %d", r)
+	}
+}
+
+// TestHostLinksTimeout: a peer that never sends leaves its receiver waiting: the call fails with
+// ErrNetTimedOut naming it after MSCCLPP_NET_TIMEOUT (1 s here) instead of hanging.
+func TestHostLinksTimeout(t *testing.T) {
+	requireTCP(t)
+	config.NetTimeout.Set(time.Second)
+	t.Cleanup(config.NetTimeout.Reset)
+	failed := runRanks(t, 2, func(ctx context.Context, rank int, b *bootstrap.TCP) error {
+		h, err := joinHostLinks(ctx, b)
+		if err != nil {
+			return err
+		}
+		defer h.close()
+		if rank == 1 {
+			start := time.Now()
+			err := h.exchange(ctx, []transfer{{peer: 0, recv: make([]byte, 100)}})
+			if !errors.Is(err, ErrNetTimedOut) {
+				return fmt.Errorf("got %v, want ErrNetTimedOut", err)
+			}
+			if took := time.Since(start); took < time.Second || took > 10*time.Second {
+				return fmt.Errorf("gave up after %v, want about 1 s", took)
+			}
+			require.ErrorContains(t, err, "ranks [0]")
+		}
+		return b.Barrier(ctx)
+	})
+	for r, err := range failed {
+		assert.NoError(t, err, "rank %d", r)
+	}
+}
+
+// TestHostLinksSendAhead: sends that fit the slots complete before their receives are made: every
+// rank sends two messages to each other rank on the p2p stream in calls of their own, then runs an
+// exchange with everyone on the collectives' stream, then receives the messages in calls of their
+// own, peers in another order (the chunks wait in the inboxes, in order, apart from the
+// collectives' stream: on one stream the exchange would take them).
+func TestHostLinksSendAhead(t *testing.T) {
+	requireTCP(t)
+	sizes := []int{linkChunkBytes + 1, 2*linkChunkBytes - 5} // 4 chunks: the slots
+	const n = 3
+	failed := runRanks(t, n, func(ctx context.Context, rank int, b *bootstrap.TCP) error {
+		h, err := joinHostLinks(ctx, b)
+		if err != nil {
+			return err
+		}
+		defer h.close()
+		for k, size := range sizes {
+			for d := 1; d < n; d++ {
+				to := (rank + d) % n
+				msg := make([]byte, size)
+				for i := range msg {
+					msg[i] = linkPattern(rank, to, k, i)
+				}
+				if err := h.exchange(ctx, []transfer{{peer: to, stream: streamP2P, send: msg}}); err != nil {
+					return fmt.Errorf("send %d to rank %d: %w", k, to, err)
+				}
+			}
+		}
+		coll := transferSet{stream: streamCollective}
+		for r := range n {
+			if r != rank {
+				coll.send(r, []byte{byte(rank)})
+				coll.recv(r, make([]byte, 1))
+			}
+		}
+		if err := h.exchange(ctx, coll.list); err != nil {
+			return fmt.Errorf("collective exchange: %w", err)
+		}
+		for _, tr := range coll.list {
+			if tr.recv[0] != byte(tr.peer) {
+				return fmt.Errorf("collective exchange: got %d from rank %d", tr.recv[0], tr.peer)
+			}
+		}
+		for k, size := range sizes {
+			for d := n - 1; d >= 1; d-- {
+				from := (rank + d) % n
+				got := make([]byte, size)
+				if err := h.exchange(ctx, []transfer{{peer: from, stream: streamP2P, recv: got}}); err != nil {
+					return fmt.Errorf("receive %d from rank %d: %w", k, from, err)
+				}
+				for i, v := range got {
+					if want := linkPattern(from, rank, k, i); v != want {
+						return fmt.Errorf("message %d from rank %d: byte %d is %d, want %d", k, from, i, v, want)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	for r, err := range failed {
+		assert.NoError(t, err, "rank %d", r)
+	}
+}
+
+// BenchmarkHostLinks: the links' bandwidth between two ranks of this process on the tcp provider
+// (loopback), one way and both ways at once; bench/fabric_pingpong gives the transport's own
+// figure beside it.
+func BenchmarkHostLinks(b *testing.B) {
+	if !fabric.Has("tcp") {
+		b.Skip("libfabric offers no tcp provider here")
+	}
+	config.NetProvider.Set("tcp")
+	defer config.NetProvider.Reset()
+	for _, size := range []int{4 << 20, 64 << 20} {
+		for _, both := range []bool{false, true} {
+			name := fmt.Sprintf("%dMiB/one-way", size>>20)
+			if both {
+				name = fmt.Sprintf("%dMiB/both-ways", size>>20)
+			}
+			b.Run(name, func(b *testing.B) {
+				b.SetBytes(int64(size))
+				ready := make(chan struct{})
+				errc := make(chan error, 2)
+				root, err := bootstrap.NewRoot(bootstrap.Options{})
+				require.NoError(b, err)
+				defer root.Close()
+				for rank := range 2 {
+					go func() {
+						errc <- func() error {
+							ctx := context.Background()
+							bt, err := bootstrap.Join(ctx, root.ID(), rank, 2, bootstrap.Options{})
+							if err != nil {
+								return err
+							}
+							defer bt.Close()
+							h, err := joinHostLinks(ctx, bt)
+							if err != nil {
+								return err
+							}
+							defer h.close()
+							tr := transfer{peer: 1 - rank}
+							if rank == 0 || both {
+								tr.send = make([]byte, size)
+							}
+							if rank == 1 || both {
+								tr.recv = make([]byte, size)
+							}
+							if err := bt.Barrier(ctx); err != nil {
+								return err
+							}
+							if rank == 0 {
+								b.ResetTimer()
+								close(ready)
+							}
+							<-ready
+							for range b.N {
+								if err := h.exchange(ctx, []transfer{tr}); err != nil {
+									return err
+								}
+							}
+							return bt.Barrier(ctx)
+						}()
+					}()
+				}
+				require.NoError(b, <-errc)
+				require.NoError(b, <-errc)
+			})
+		}
+	}
+}
