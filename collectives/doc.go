@@ -68,7 +68,7 @@
 // frozen peer gives up too (docs/CONFIG.md). The CUDA context stays usable.
 //
 // Ranks on several hosts (core.HostHash differs; MSCCLPP_HOSTID sets it): New builds the path of
-// spanning.go instead, a Comm per host plus a step across hosts through host memory over the
-// bootstrap's links. AllReduce, AllGather, ReduceScatter, Broadcast, Scale, SendRecv and AlltoAll
+// spanning.go instead, a Comm per host plus a step across hosts through host memory over
+// libfabric links (hostlink.go). AllReduce, AllGather, ReduceScatter, Broadcast, Scale, SendRecv and AlltoAll
 // work, each call waiting for its stream (so not in CUDA graphs); Register returns ErrAcrossHosts.
 package collectives

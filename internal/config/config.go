@@ -266,7 +266,7 @@ var (
 	}
 	NetTimeout = &Var[time.Duration]{
 		Name: "MSCCLPP_NET_TIMEOUT", Default: 30 * time.Second, parse: parseSeconds(MaxTimeout),
-		Doc: "how long a write over libfabric may wait for the provider to take it (a peer that stopped, a full queue that never drains), and a signal for a free source word, before it fails with a timeout naming the peer; 1 to 86400 seconds (a day: no write should wait longer, and larger values would overflow)",
+		Doc: "how long a write over libfabric may wait for the provider to take it (a peer that stopped, a full queue that never drains), and a signal for a free source word, before it fails with a timeout naming the peer, and how long a collective call across hosts waits with nothing moving with a peer; 1 to 86400 seconds (a day: no write should wait longer, and larger values would overflow)",
 	}
 	BootstrapMaxPending = &Var[int64]{
 		Name: "MSCCLPP_BOOTSTRAP_MAX_PENDING", Default: 2 << 30, parse: parsePending,
