@@ -303,33 +303,31 @@ if wanted "across hosts"; then
 			result "build $name" 1
 		fi
 	done
-	# The collectives across hosts (collectives/spanning.go): each rank its own host, and with 4
-	# ranks or more 2 hosts whose ranks alternate (rank r on host r % 2: the ranks of a host are not
-	# consecutive), so that the local Comm and the step across hosts both take part.
-	if build_cuda tests/gpu/collectives/main.cu "$bin/collectives"; then
-		run "across hosts: collectives (hosts), each rank its own host" 600 "${apart[@]}" "$bin/collectives" hosts
-		if [ "$np" -ge 4 ]; then
-			run "across hosts: collectives (hosts), 2 hosts of $((np / 2)) ranks, alternating" 600 $mpirun -np "$np" \
-				bash -c 'MSCCLPP_HOSTID=gpu-test-host-$((OMPI_COMM_WORLD_RANK % 2)) exec "$0" "$@"' "$bin/collectives" hosts
+	# across_hosts SRC NAME LIMIT builds SRC and runs it in its hosts mode, each rank its own host,
+	# and with 4 ranks or more as 2 hosts whose ranks alternate (rank r on host r % 2: a host's
+	# ranks are not consecutive), so that the local Comm and the step across hosts both take part.
+	across_hosts() {
+		local src=$1 name=$2 limit=$3
+		if ! build_cuda "$src" "$bin/$name"; then
+			result "build $name" 1
+			return
 		fi
-	else
-		result "build collectives" 1
-	fi
-	# SendRecv and AlltoAll across hosts: the p2p checks but the CUDA graph.
-	if build_cuda tests/gpu/p2p/main.cu "$bin/p2p"; then
-		run "across hosts: p2p (hosts), each rank its own host" 300 "${apart[@]}" "$bin/p2p" hosts
+		run "across hosts: $name (hosts), each rank its own host" "$limit" "${apart[@]}" "$bin/$name" hosts
 		if [ "$np" -ge 4 ]; then
-			run "across hosts: p2p (hosts), 2 hosts of $((np / 2)) ranks, alternating" 300 $mpirun -np "$np" \
-				bash -c 'MSCCLPP_HOSTID=gpu-test-host-$((OMPI_COMM_WORLD_RANK % 2)) exec "$0" "$@"' "$bin/p2p" hosts
+			run "across hosts: $name (hosts), 2 hosts of $((np / 2)) ranks, alternating" "$limit" \
+				$mpirun -x MSCCLPP_NET_PROVIDER=tcp -np "$np" \
+				bash -c 'MSCCLPP_HOSTID=gpu-test-host-$((OMPI_COMM_WORLD_RANK % 2)) exec "$0" "$@"' "$bin/$name" hosts
 		fi
-	else
-		result "build p2p" 1
-	fi
+	}
+	# The collectives across hosts (collectives/spanning.go): every collective, type and operator;
+	# then SendRecv and AlltoAll, the p2p checks but the CUDA graph.
+	across_hosts tests/gpu/collectives/main.cu collectives 600
+	across_hosts tests/gpu/p2p/main.cu p2p 300
 	# torch.distributed on the NCCL layer with each rank its own host (mpirun gives the ranks;
 	# MSCCLPP_HOSTID must be set before the library loads). Calls across hosts cannot be captured:
 	# the CUDA graph check is skipped.
 	if [ -x "$torch" ]; then
-		run "across hosts: torch_check, $np ranks, each its own host, LD_PRELOAD" 300 $mpirun -np "$np" \
+		run "across hosts: torch_check, $np ranks, each its own host, LD_PRELOAD" 300 $mpirun -x MSCCLPP_NET_PROVIDER=tcp -np "$np" \
 			bash -c 'export MSCCLPP_HOSTID=gpu-test-host-$OMPI_COMM_WORLD_RANK RANK=$OMPI_COMM_WORLD_RANK \
 				WORLD_SIZE=$OMPI_COMM_WORLD_SIZE LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK MASTER_ADDR=127.0.0.1 \
 				MASTER_PORT=29531; exec env "$@"' _ LD_PRELOAD="$build/lib/libmscclpp_nccl.so" \
