@@ -281,3 +281,42 @@ func BenchmarkHostLinks(b *testing.B) {
 		}
 	}
 }
+
+// TestHostLinksPeerGone: a peer that closes its end (its process ending does the same to the
+// bootstrap link) while this rank waits for its bytes: the call fails with ErrPeerFailed naming
+// it, long before MSCCLPP_NET_TIMEOUT (60 s here).
+func TestHostLinksPeerGone(t *testing.T) {
+	requireTCP(t)
+	config.NetTimeout.Set(time.Minute)
+	t.Cleanup(config.NetTimeout.Reset)
+	failed := runRanks(t, 2, func(ctx context.Context, rank int, b *bootstrap.TCP) error {
+		h, err := joinHostLinks(ctx, b)
+		if err != nil {
+			return err
+		}
+		if rank == 1 {
+			// Take part in one exchange, so that the bootstrap link with rank 0 is watched, then leave.
+			if err := h.exchange(ctx, []transfer{{peer: 0, send: []byte{1}}}); err != nil {
+				return err
+			}
+			return errors.Join(h.close(), b.Close())
+		}
+		defer h.close()
+		if err := h.exchange(ctx, []transfer{{peer: 1, recv: make([]byte, 1)}}); err != nil {
+			return err
+		}
+		start := time.Now()
+		err = h.exchange(ctx, []transfer{{peer: 1, recv: make([]byte, 100)}})
+		if !errors.Is(err, ErrPeerFailed) {
+			return fmt.Errorf("got %v, want ErrPeerFailed", err)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			return fmt.Errorf("gave up after %v", took)
+		}
+		assert.ErrorContains(t, err, "ranks [1]")
+		return nil
+	})
+	for r, err := range failed {
+		assert.NoError(t, err, "rank %d", r)
+	}
+}
