@@ -23,8 +23,8 @@ type hostOps struct {
 var hostReductions = map[DataType]hostOps{
 	Int8: numericOps[int8](), Uint8: numericOps[uint8](), Int32: numericOps[int32](), Uint32: numericOps[uint32](),
 	Int64: numericOps[int64](), Uint64: numericOps[uint64](), Float32: numericOps[float32](), Float64: numericOps[float64](),
-	Float16:  halfOps(halfprec.FromHalf, halfprec.ToHalf),
-	BFloat16: halfOps(halfprec.FromBfloat, halfprec.ToBfloat),
+	Float16:  halfOps(halfprec.HalvesToFloats, halfprec.FloatsToHalves),
+	BFloat16: halfOps(halfprec.BfloatsToFloats, halfprec.FloatsToBfloats),
 }
 
 func numericOps[T number]() hostOps {
@@ -34,16 +34,32 @@ func numericOps[T number]() hostOps {
 	}
 }
 
-// halfOps: a 16-bit floating type, combined and divided in float32 and rounded once.
-func halfOps(toFloat func(uint16) float32, fromFloat func(float32) uint16) hostOps {
+// halfBlock is how many 16-bit elements halfOps converts to float32 at a time.
+const halfBlock = 1024
+
+// halfOps: a 16-bit floating type, combined and divided in float32 and rounded once, a block of
+// elements at a time (converted in bulk, then float32's loops).
+func halfOps(toFloats func([]float32, []uint16), fromFloats func([]uint16, []float32)) hostOps {
 	return hostOps{
 		combine: func(dst, src []byte, op Op) {
-			combine16(elems[uint16](dst), elems[uint16](src), op, toFloat, fromFloat)
+			d, s := elems[uint16](dst), elems[uint16](src)
+			var a, b [halfBlock]float32
+			for off := 0; off < len(d); off += halfBlock {
+				n := min(halfBlock, len(d)-off)
+				toFloats(a[:n], d[off:off+n])
+				toFloats(b[:n], s[off:off+n])
+				combine(a[:n], b[:n], op)
+				fromFloats(d[off:off+n], a[:n])
+			}
 		},
 		divide: func(b []byte, n int) {
 			e := elems[uint16](b)
-			for i, v := range e {
-				e[i] = fromFloat(toFloat(v) / float32(n))
+			var a [halfBlock]float32
+			for off := 0; off < len(e); off += halfBlock {
+				k := min(halfBlock, len(e)-off)
+				toFloats(a[:k], e[off:off+k])
+				divide(a[:k], n)
+				fromFloats(e[off:off+k], a[:k])
 			}
 		},
 	}
@@ -110,30 +126,6 @@ func combine[T number](d, s []T, op Op) {
 		for i := range d {
 			d[i] += s[i]
 		}
-	}
-}
-
-func combine16(d, s []uint16, op Op, toFloat func(uint16) float32, fromFloat func(float32) uint16) {
-	for i := range d {
-		a, b := toFloat(d[i]), toFloat(s[i])
-		var r float32
-		switch op {
-		case Prod:
-			r = a * b
-		case Max:
-			r = a
-			if b > a {
-				r = b
-			}
-		case Min:
-			r = a
-			if b < a {
-				r = b
-			}
-		default:
-			r = a + b
-		}
-		d[i] = fromFloat(r)
 	}
 }
 

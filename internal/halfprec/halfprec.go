@@ -1,6 +1,9 @@
 package halfprec
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // FromHalf converts an IEEE binary16 to float32 (exactly).
 func FromHalf(h uint16) float32 {
@@ -73,4 +76,57 @@ func ToBfloat(f float32) uint16 {
 	}
 	bits += 0x7fff + (bits>>16)&1
 	return uint16(bits >> 16)
+}
+
+// halfTable holds the float32 value of every binary16 bit pattern, built on first use.
+var halfTable = sync.OnceValue(func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for h := range t {
+		t[h] = FromHalf(uint16(h))
+	}
+	return &t
+})
+
+// HalvesToFloats converts the binary16 values of src into dst (at least as long), exactly.
+func HalvesToFloats(dst []float32, src []uint16) {
+	t := halfTable()
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] = t[h]
+	}
+}
+
+// FloatsToHalves rounds the values of src into binary16 in dst (at least as long), as ToHalf:
+// values that round to a normal binary16 inline, the others through ToHalf.
+func FloatsToHalves(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i, f := range src {
+		bits := math.Float32bits(f)
+		e := int32(bits>>23&0xff) - 127 + 15
+		if e <= 0 || e >= 0x1f {
+			dst[i] = ToHalf(f)
+			continue
+		}
+		q := uint32(e)<<10 | bits&0x7fffff>>13
+		if rem := bits & 0x1fff; rem > 0x1000 || rem == 0x1000 && q&1 == 1 {
+			q++ // may carry into the exponent, up to inf, as in ToHalf
+		}
+		dst[i] = uint16(bits>>16)&0x8000 | uint16(q)
+	}
+}
+
+// BfloatsToFloats converts the bfloat16 values of src into dst (at least as long), exactly.
+func BfloatsToFloats(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, b := range src {
+		dst[i] = FromBfloat(b)
+	}
+}
+
+// FloatsToBfloats rounds the values of src into bfloat16 in dst (at least as long), as ToBfloat.
+func FloatsToBfloats(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i, f := range src {
+		dst[i] = ToBfloat(f)
+	}
 }

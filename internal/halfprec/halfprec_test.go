@@ -74,3 +74,47 @@ func TestSmallIntegersExact(t *testing.T) {
 		require.Equal(t, -v, FromHalf(ToHalf(-v)))
 	}
 }
+
+// TestBulkConversions: the bulk conversions give the scalar ones' bits: every binary16 and
+// bfloat16 to float32, and to binary16 and bfloat16 every float32 whose top 19 bits take every
+// value and whose low 13 bits are on, around and between the rounding boundaries (ties, carries
+// into the exponent, overflow, subnormals, NaN and infinities).
+func TestBulkConversions(t *testing.T) {
+	all := make([]uint16, 1<<16)
+	for i := range all {
+		all[i] = uint16(i)
+	}
+	got := make([]float32, len(all))
+	HalvesToFloats(got, all)
+	for i, h := range all {
+		if math.Float32bits(FromHalf(h)) != math.Float32bits(got[i]) {
+			t.Fatalf("half %#04x: bulk %v, scalar %v", h, got[i], FromHalf(h))
+		}
+	}
+	BfloatsToFloats(got, all)
+	for i, b := range all {
+		if math.Float32bits(FromBfloat(b)) != math.Float32bits(got[i]) {
+			t.Fatalf("bfloat %#04x: bulk %v, scalar %v", b, got[i], FromBfloat(b))
+		}
+	}
+	lows := []uint32{0, 1, 0x0fff, 0x1000, 0x1001, 0x1fff, 0x7fff, 0x8000, 0x8001, 0xffff}
+	fs := make([]float32, 0, (1<<19)*len(lows))
+	for high := range uint32(1 << 19) {
+		for _, low := range lows {
+			fs = append(fs, math.Float32frombits(high<<13|low&0x1fff|(low&^0x1fff)))
+		}
+	}
+	out := make([]uint16, len(fs))
+	FloatsToHalves(out, fs)
+	for i, f := range fs {
+		if want := ToHalf(f); out[i] != want {
+			t.Fatalf("float32 %#08x to half: bulk %#04x, scalar %#04x", math.Float32bits(f), out[i], want)
+		}
+	}
+	FloatsToBfloats(out, fs)
+	for i, f := range fs {
+		if want := ToBfloat(f); out[i] != want {
+			t.Fatalf("float32 %#08x to bfloat: bulk %#04x, scalar %#04x", math.Float32bits(f), out[i], want)
+		}
+	}
+}
