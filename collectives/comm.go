@@ -103,7 +103,9 @@ func roundUp(n, to uint64) uint64 { return (n + to - 1) / to * to }
 // ctx ends. It uses comm's connection tag 0, semaphore tags [0, maxBlocks] and (for SendRecv and
 // AlltoAll) [p2pSemaphoreTag, p2pSemaphoreTag + 2*p2pLanes), memory tag p2pMemoryTag with every
 // peer, and, once Register first binds a buffer to the port channels, a proxy goroutine (on its
-// own OS thread) for them, stopped by Close.
+// own OS thread) for them, stopped by Close. When the ranks span hosts it uses instead, on comm's
+// bootstrap, the connection tag core.MaxUserTag-1 and the memory tags core.MaxUserTag-1 and -2
+// (hostlink.go), and bootstrap tags from core.CollectivesTagBase.
 func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err error) {
 	if comm == nil {
 		return nil, fmt.Errorf("new collective communicator: nil communicator: %w", errs.ErrInvalidArgument)

@@ -19,14 +19,13 @@ import (
 )
 
 // The network step of the calls across hosts (spanning.go): byte streams between this rank and
-// the ranks of other hosts over core connections on TransportIB (libfabric: MSCCLPP_NET_PROVIDER,
-// tcp where nothing faster is offered), host memory to host memory.
+// the other ranks over core connections on TransportIB (libfabric: MSCCLPP_NET_PROVIDER, tcp
+// where nothing faster is offered), host memory to host memory.
 //
 // Every ordered pair of ranks (sender, receiver) has linkStreams streams (one for the collectives,
 // one for SendRecv and AlltoAll, whose sends may wait in the receiver's inbox while collectives
-// run). A stream moves chunks of at most linkChunkBytes
-// through linkSlots slots of the receiver's inbox, a window of host memory registered with the
-// network: the sender copies a chunk into the same slot of its outbox (registered too), writes it
+// run). A stream moves chunks of at most linkChunkBytes through linkSlots slots of the receiver's
+// inbox, a window of host memory registered with the network: the sender copies a chunk into the same slot of its outbox (registered too), writes it
 // into the receiver's slot, then writes its count of chunks sent into the receiver's arrived word
 // (core.Connection.UpdateAndSync: after the data). The receiver copies the chunk out and writes
 // its count of chunks taken into the sender's freed word; the sender reuses a slot only once the
@@ -59,7 +58,7 @@ const (
 // ErrNetTimedOut: a call across hosts saw nothing move with a peer for MSCCLPP_NET_TIMEOUT.
 var ErrNetTimedOut = errs.New(errs.ErrSystem, "across hosts, nothing moved with a peer for MSCCLPP_NET_TIMEOUT")
 
-// linkStream is this rank's end of one stream with a rank of another host, both directions.
+// linkStream is this rank's end of one stream with another rank, both directions.
 type linkStream struct {
 	peer          int
 	conn          *core.Connection // the pair's connection, shared by its streams
@@ -82,8 +81,8 @@ type hostLinks struct {
 }
 
 // Tags of the links' exchanges on their own Communicator over the job's bootstrap: the last
-// connection tag, and the last memory tags (stream k's inboxes on linkTag - k), which the
-// Communicator of New's caller does not use across hosts.
+// connection tag, and the last memory tags (stream k's inboxes on linkTag - k); New's
+// documentation reserves them.
 const linkTag = core.MaxUserTag - 1
 
 // newHostLinks connects this rank with every rank in peers over TransportIB, on a context of its
@@ -113,12 +112,12 @@ func newHostLinks(ctx context.Context, b *bootstrap.TCP, peers []int) (_ *hostLi
 		for i, r := range peers {
 			l := &linkStream{peer: r}
 			for _, w := range []*[]byte{&l.inbox, &l.outbox} {
-				b, err := syscall.Mmap(-1, 0, linkWindowBytes, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+				mem, err := syscall.Mmap(-1, 0, linkWindowBytes, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 				if err != nil {
 					return nil, fmt.Errorf("window of %d bytes for rank %d: %w: %w", linkWindowBytes, r, errs.ErrSystem, err)
 				}
-				h.windows = append(h.windows, b)
-				*w = b
+				h.windows = append(h.windows, mem)
+				*w = mem
 			}
 			in, err := comm.Context().RegisterMemory(hostAddr(l.inbox), linkWindowBytes, core.TransportIB)
 			if err != nil {
@@ -186,7 +185,8 @@ type transfer struct {
 func (h *hostLinks) exchange(ctx context.Context, ts []transfer) error {
 	at := make([]transferProgress, len(ts))
 	for _, t := range ts {
-		if t.stream < 0 || t.stream >= linkStreams || h.streams[t.stream][t.peer] == nil {
+		if t.stream < 0 || t.stream >= linkStreams || t.peer < 0 || t.peer >= len(h.streams[t.stream]) ||
+			h.streams[t.stream][t.peer] == nil {
 			return fmt.Errorf("no stream %d with rank %d: %w", t.stream, t.peer, errs.ErrInternal)
 		}
 	}
