@@ -82,10 +82,10 @@ typedef struct mscclppCollComm_s* mscclppCollComm_t;
  * channels and starts the port channels' proxy thread (it polls while requests flow, naps when
  * idle). Collective: blocks until every rank's side is ready (bootstrap timeout).
  * Ranks on several hosts (host ids differ; MSCCLPP_HOSTID sets one): each host's ranks get a
- * collective communicator of their own, and the four collectives cross hosts through the
- * bootstrap's links with the bytes staged in host memory; such calls wait for their stream and
- * return when done (they cannot be captured in a CUDA graph), and SendRecv, AlltoAll and
- * mscclppCollRegister return mscclppInvalidUsage. */
+ * collective communicator of their own, and every call crosses hosts over libfabric links
+ * (MSCCLPP_NET_PROVIDER) with the bytes staged in host memory (8 MiB of it per peer); such calls
+ * wait for their stream and return when done (they cannot be captured in a CUDA graph), and
+ * mscclppCollRegister returns mscclppInvalidUsage. */
 mscclppResult_t mscclppCollCommCreate(mscclppCommunicator_t comm, int deviceId, mscclppCollComm_t* collComm);
 /* Stops the proxy thread and releases the collective communicator's GPU memory and channels. Local: call it once no
  * collective of it is running, here or on a peer. */
