@@ -25,12 +25,13 @@ import (
 // Every ordered pair of ranks (sender, receiver) has linkStreams streams (one for the collectives,
 // one for SendRecv and AlltoAll, whose sends may wait in the receiver's inbox while collectives
 // run). A stream moves chunks of at most linkChunkBytes through linkSlots slots of the receiver's
-// inbox, a window of host memory registered with the network: the sender copies a chunk into the same slot of its outbox (registered too), writes it
-// into the receiver's slot, then writes its count of chunks sent into the receiver's arrived word
-// (core.Connection.UpdateAndSync: after the data). The receiver copies the chunk out and writes
-// its count of chunks taken into the sender's freed word; the sender reuses a slot only once the
-// chunk that held it was taken. The counts run over every call, so a stream needs no per-call
-// handshake: both sides cut a transfer into chunks from its byte count alone.
+// inbox, a window of host memory registered with the network: the sender copies a chunk into the
+// same slot of its outbox (registered too), writes it into the receiver's slot, then writes its
+// count of chunks sent into the receiver's arrived word (core.Connection.UpdateAndSync: after the
+// data). The receiver copies the chunk out and writes its count of chunks taken into the sender's
+// freed word; the sender reuses a slot only once the chunk that held it was taken. The counts run
+// over every call, so a stream needs no per-call handshake: both sides cut a transfer into chunks
+// from its byte count alone.
 //
 // One call's transfers with all peers progress together in one loop (exchange), sends and
 // receives interleaved, so that two ranks sending each other more than the slots hold cannot
