@@ -208,37 +208,38 @@ func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cud
 	if count == 0 {
 		return nil
 	}
-	if c.span != nil {
-		peers := make(map[int]*p2pPeer, c.nRanks)
-		order := make([]int, c.nRanks)
-		for r := range c.nRanks {
-			at := func(base cuda.DevicePtr) cuda.DevicePtr { return base + cuda.DevicePtr(uint64(r)*bytes) }
-			peers[r] = &p2pPeer{send: at(send), recv: at(recv), sendBytes: bytes, recvBytes: bytes, hasSend: true, hasRecv: true}
-			order[r] = r
-		}
+	if c.span != nil { // every distance in one call: the path across hosts takes any number of peers
+		peers, order := alltoAllPeers(ringSteps(c.rank, c.nRanks, 0, c.nRanks), send, recv, bytes)
 		return wrapFail(fail, c.spanCall(func() error { return c.span.p2p(peers, order, s) }))
 	}
 	for _, group := range alltoAllGroups(c.rank, c.nRanks) {
-		peers := map[int]*p2pPeer{}
-		var order []int
-		for _, g := range group {
-			at := func(base cuda.DevicePtr, r int) cuda.DevicePtr { return base + cuda.DevicePtr(uint64(r)*bytes) }
-			if peers[g.to] == nil {
-				peers[g.to], order = &p2pPeer{}, append(order, g.to)
-			}
-			to := peers[g.to]
-			to.hasSend, to.send, to.sendBytes = true, at(send, g.to), bytes
-			if peers[g.from] == nil {
-				peers[g.from], order = &p2pPeer{}, append(order, g.from)
-			}
-			from := peers[g.from]
-			from.hasRecv, from.recv, from.recvBytes = true, at(recv, g.from), bytes
-		}
+		peers, order := alltoAllPeers(group, send, recv, bytes)
 		if err := c.launchP2P(peers, order, s); err != nil {
 			return fail(err)
 		}
 	}
 	return nil
+}
+
+// alltoAllPeers is what AlltoAll does with each peer at the distances of steps: block `to` of send
+// to rank to, block `from` of recv from rank from (bytes each), the peers in the order first named.
+func alltoAllPeers(steps []ringStep, send, recv cuda.DevicePtr, bytes uint64) (map[int]*p2pPeer, []int) {
+	peers := map[int]*p2pPeer{}
+	var order []int
+	at := func(base cuda.DevicePtr, r int) cuda.DevicePtr { return base + cuda.DevicePtr(uint64(r)*bytes) }
+	peer := func(r int) *p2pPeer {
+		if peers[r] == nil {
+			peers[r], order = &p2pPeer{}, append(order, r)
+		}
+		return peers[r]
+	}
+	for _, g := range steps {
+		to := peer(g.to)
+		to.hasSend, to.send, to.sendBytes = true, at(send, g.to), bytes
+		from := peer(g.from)
+		from.hasRecv, from.recv, from.recvBytes = true, at(recv, g.from), bytes
+	}
+	return peers, order
 }
 
 // ringStep is one distance d of AlltoAll: send to rank + d, receive from rank - d.
@@ -254,13 +255,18 @@ func alltoAllGroups(rank, nRanks int) [][]ringStep {
 	}
 	var groups [][]ringStep
 	for d0 := 0; d0 < nRanks; d0 += per {
-		var g []ringStep
-		for d := d0; d < min(d0+per, nRanks); d++ {
-			g = append(g, ringStep{to: (rank + d) % nRanks, from: (rank - d + nRanks) % nRanks})
-		}
-		groups = append(groups, g)
+		groups = append(groups, ringSteps(rank, nRanks, d0, min(d0+per, nRanks)))
 	}
 	return groups
+}
+
+// ringSteps are the distances [d0, d1) of AlltoAll around the ring from rank.
+func ringSteps(rank, nRanks, d0, d1 int) []ringStep {
+	var steps []ringStep
+	for d := d0; d < d1; d++ {
+		steps = append(steps, ringStep{to: (rank + d) % nRanks, from: (rank - d + nRanks) % nRanks})
+	}
+	return steps
 }
 
 // p2pLaunch builds the kernel's argument for the peers (in order) and its grid: one block per

@@ -197,6 +197,24 @@ func TestAlltoAllGroups(t *testing.T) {
 	}
 }
 
+// TestAlltoAllPeers: every distance of the ring in one call (the path across hosts) names every
+// rank once, sending it its block of send and receiving its block of recv.
+func TestAlltoAllPeers(t *testing.T) {
+	const send, recv, bytes = cuda.DevicePtr(0x10000), cuda.DevicePtr(0x90000), 96
+	for _, n := range []int{1, 2, 5, 17} {
+		for r := range n {
+			peers, order := alltoAllPeers(ringSteps(r, n, 0, n), send, recv, bytes)
+			require.Len(t, order, n, "n=%d rank %d", n, r)
+			require.Len(t, peers, n)
+			for q, p := range peers {
+				off := cuda.DevicePtr(q * bytes)
+				assert.Equal(t, p2pPeer{send: send + off, recv: recv + off, sendBytes: bytes, recvBytes: bytes, hasSend: true, hasRecv: true},
+					*p, "n=%d rank %d peer %d", n, r, q)
+			}
+		}
+	}
+}
+
 // TestP2PCallsRefused: SendRecv and AlltoAll check their arguments before the Comm's state (a
 // closed Comm then says ErrClosed; an empty call is a no-op).
 func TestP2PCallsRefused(t *testing.T) {
