@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -110,8 +111,37 @@ func TestHostsOf(t *testing.T) {
 	assert.Equal(t, [][]int{{0, 1, 3}, {2, 4}, {5}}, hosts)
 }
 
-// TestCrossHostPeers: for hosts of equal and unequal sizes, every rank takes every other host's
-// result from exactly one rank of that host, and that rank sends it to this one, and only then.
+// checkPeerPairing checks a pairing of the step across hosts (peers gives a rank's sendTo and
+// recvFrom): every rank takes every other host's result from exactly one rank of that host, that
+// rank sends it to this one, and only then.
+func checkPeerPairing(t *testing.T, hashes []uint64, peers func(hosts [][]int, hostOf []int, r int) (sendTo, recvFrom []int)) {
+	t.Helper()
+	hostOf, hosts := hostsOf(hashes)
+	sends := map[[2]int]int{} // (from, to) -> count
+	for r := range hashes {
+		sendTo, _ := peers(hosts, hostOf, r)
+		for _, to := range sendTo {
+			assert.NotEqual(t, hostOf[r], hostOf[to], "rank %d sends within its host (hosts %v)", r, hosts)
+			sends[[2]int{r, to}]++
+		}
+	}
+	for r := range hashes {
+		_, recvFrom := peers(hosts, hostOf, r)
+		require.Len(t, recvFrom, len(hosts))
+		for h, from := range recvFrom {
+			assert.Equal(t, h, hostOf[from], "rank %d takes host %d's result from rank %d of host %d", r, h, from, hostOf[from])
+			if h == hostOf[r] {
+				assert.Equal(t, r, from)
+				continue
+			}
+			assert.Equal(t, 1, sends[[2]int{from, r}], "rank %d sends to rank %d once (hosts %v)", from, r, hosts)
+			delete(sends, [2]int{from, r})
+		}
+	}
+	assert.Empty(t, sends, "sends nobody receives (hosts %v)", hosts)
+}
+
+// TestCrossHostPeers: the whole-result pairing, for hosts of equal and unequal sizes.
 func TestCrossHostPeers(t *testing.T) {
 	for _, hashes := range [][]uint64{
 		{1, 2},
@@ -120,29 +150,34 @@ func TestCrossHostPeers(t *testing.T) {
 		{1, 1, 1, 2},
 		{5, 7, 7, 9, 9, 9},
 	} {
+		checkPeerPairing(t, hashes, crossHostPeers)
+	}
+}
+
+// TestShardPeers: the sharded AllReduce's pairing, on hosts of equal sizes (the only ones it
+// runs on: equalHosts), swaps shards only between ranks of the same local index.
+func TestShardPeers(t *testing.T) {
+	for _, hashes := range [][]uint64{
+		{1, 2},
+		{1, 1, 2, 2},
+		{1, 2, 1, 2, 1, 2},
+		{3, 3, 3, 4, 4, 4, 5, 5, 5},
+	} {
 		hostOf, hosts := hostsOf(hashes)
-		sends := map[[2]int]int{} // (from, to) -> count
-		for r := range hashes {
-			sendTo, _ := crossHostPeers(hosts, hostOf, r)
-			for _, to := range sendTo {
-				assert.NotEqual(t, hostOf[r], hostOf[to], "rank %d sends within its host (hosts %v)", r, hosts)
-				sends[[2]int{r, to}]++
+		require.True(t, equalHosts(hosts), "hosts %v", hosts)
+		index := func(r int) int { return slices.Index(hosts[hostOf[r]], r) }
+		shard := func(hosts [][]int, hostOf []int, r int) ([]int, []int) {
+			sendTo, recvFrom := shardPeers(hosts, hostOf[r], index(r))
+			for _, q := range slices.Concat(sendTo, recvFrom) {
+				assert.Equal(t, index(r), index(q), "rank %d pairs with rank %d of another local index (hosts %v)", r, q, hosts)
 			}
+			return sendTo, recvFrom
 		}
-		for r := range hashes {
-			_, recvFrom := crossHostPeers(hosts, hostOf, r)
-			require.Len(t, recvFrom, len(hosts))
-			for h, from := range recvFrom {
-				assert.Equal(t, h, hostOf[from], "rank %d takes host %d's result from rank %d of host %d", r, h, from, hostOf[from])
-				if h == hostOf[r] {
-					assert.Equal(t, r, from)
-					continue
-				}
-				assert.Equal(t, 1, sends[[2]int{from, r}], "rank %d sends to rank %d once (hosts %v)", from, r, hosts)
-				delete(sends, [2]int{from, r})
-			}
-		}
-		assert.Empty(t, sends, "sends nobody receives (hosts %v)", hosts)
+		checkPeerPairing(t, hashes, shard)
+	}
+	for _, hashes := range [][]uint64{{1, 1, 2}, {5, 7, 7, 9, 9, 9}} {
+		_, hosts := hostsOf(hashes)
+		assert.False(t, equalHosts(hosts), "hosts %v", hosts)
 	}
 }
 

@@ -24,9 +24,13 @@ import (
 //     endpoint of their own, TransportIB, host memory to host memory), with the bytes staged
 //     through pinned host memory and reduced on the CPU.
 //
-// AllReduce is hierarchical: the local Comm reduces inside the host (NVLink), every rank then
-// exchanges its host's result with one rank of every other host (the rank with its local index,
-// modulo that host's size) and reduces the hosts' results in host order, so every rank computes
+// AllReduce is hierarchical: the local Comm reduces inside the host (NVLink); when every host has
+// the same number m of ranks (and the count is at least m), rank i of a host then exchanges shard
+// i of its host's result (a 1/m of the elements) with rank i of every other host, reduces the
+// hosts' shards in host order, and the local Comm all-gathers the shards: each rank moves 1/m of
+// the data across hosts, the host's ranks in parallel. Otherwise every rank exchanges its host's
+// whole result with one rank of every other host (the rank with its local index, modulo that
+// host's size). Either way the hosts' results are reduced in host order, so every rank computes
 // the same bits; avg sums and divides once at the end. ReduceScatter is an AllReduce into a
 // temporary buffer. AllGather and Broadcast move every rank's bytes over the links. SendRecv and
 // AlltoAll move the transfers with peers of this host on the local Comm's kernel and those with
@@ -56,6 +60,9 @@ type spanning struct {
 	pctx     cuda.Context
 	links    *hostLinks // with every other rank, over libfabric
 	staged   staging    // pinned host memory of the calls (stage)
+	// scratch is device memory of the sharded AllReduce (gatherShards), grown on demand.
+	scratch      cuda.DevicePtr
+	scratchBytes uint64
 }
 
 // hostsOf groups ranks by host from every rank's host hash, hosts numbered in the order of their
@@ -164,7 +171,7 @@ func newSpanning(ctx context.Context, b *bootstrap.TCP, ctxCore *core.Context, d
 
 // close releases the local Comm and bootstrap.
 func (s *spanning) close() error {
-	errList := []error{s.freeStaging()}
+	errList := []error{s.freeStaging(), s.freeScratch()}
 	if s.links != nil {
 		errList = append(errList, s.links.close())
 	}
@@ -262,21 +269,74 @@ func (s *spanning) allReduce(send, recv cuda.DevicePtr, count int, dt DataType, 
 	if op == Avg {
 		localOp = Sum
 	}
+	me := s.hostOf[s.rank]
 	if err := s.local.AllReduce(send, recv, count, dt, localOp, str); err != nil {
-		return fmt.Errorf("inside host %d: %w", s.hostOf[s.rank], err)
+		return fmt.Errorf("inside host %d: %w", me, err)
 	}
-	bytes := uint64(count) * uint64(dt.Size())
+	m := len(s.hosts[me])
+	if m == 1 || count < m || !equalHosts(s.hosts) {
+		sendTo, recvFrom := crossHostPeers(s.hosts, s.hostOf, s.rank)
+		return s.reduceAcross(recv, recv, count, dt, op, sendTo, recvFrom, str)
+	}
+	// Sharded: shard i is elements [i*shard, min((i+1)*shard, count)) (the last ones short or empty).
+	es := uint64(dt.Size())
+	shard := (count + m - 1) / m
+	i := slices.Index(s.hosts[me], s.rank)
+	lo := min(i*shard, count)
+	sendTo, recvFrom := shardPeers(s.hosts, me, i)
+	scratch, err := s.scratchOf(uint64(m*shard) * es)
+	if err != nil {
+		return err
+	}
+	mine := scratch + cuda.DevicePtr(uint64(i*shard)*es)
+	if err := s.reduceAcross(recv+cuda.DevicePtr(uint64(lo)*es), mine, min(shard, count-lo), dt, op, sendTo, recvFrom, str); err != nil {
+		return err
+	}
+	if err := s.local.AllGather(mine, scratch, shard, dt, str); err != nil {
+		return fmt.Errorf("inside host %d: gather the shards: %w", me, err)
+	}
+	return s.copyAndWait(recv, scratch, uint64(count)*es, str)
+}
+
+// equalHosts reports whether every host has as many ranks as the first.
+func equalHosts(hosts [][]int) bool {
+	return !slices.ContainsFunc(hosts, func(r []int) bool { return len(r) != len(hosts[0]) })
+}
+
+// shardPeers, for the sharded AllReduce on hosts of equal size: local index i of host me swaps
+// its shard with local index i of every other host (sendTo), and takes host h's shard from
+// recvFrom[h] (itself for host me).
+func shardPeers(hosts [][]int, me, i int) (sendTo, recvFrom []int) {
+	recvFrom = make([]int, len(hosts))
+	for h, ranks := range hosts {
+		recvFrom[h] = ranks[i]
+		if h != me {
+			sendTo = append(sendTo, ranks[i])
+		}
+	}
+	return sendTo, recvFrom
+}
+
+// reduceAcross reduces n elements of this host's result at src (on stream str) across hosts: it
+// sends them to the ranks sendTo, takes host h's from rank recvFrom[h] (this rank for its own
+// host), reduces the hosts' in host order (avg: then divides by the rank count), writes the
+// result to dst and waits for the stream.
+func (s *spanning) reduceAcross(src, dst cuda.DevicePtr, n int, dt DataType, op Op, sendTo, recvFrom []int, str cuda.Stream) error {
+	localOp := op
+	if op == Avg {
+		localOp = Sum
+	}
+	bytes := uint64(n) * uint64(dt.Size())
 	st, err := s.stage(bytes * uint64(len(s.hosts)))
 	if err != nil {
 		return err
 	}
 	me := s.hostOf[s.rank]
-	if err := s.copyAndWait(hostPtr(st, uint64(me)*bytes), recv, bytes, str); err != nil {
+	if err := s.copyAndWait(hostPtr(st, uint64(me)*bytes), src, bytes, str); err != nil {
 		return err
 	}
 	part := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
 	var ts transferSet
-	sendTo, recvFrom := crossHostPeers(s.hosts, s.hostOf, s.rank)
 	for _, r := range sendTo {
 		ts.send(r, part(me))
 	}
@@ -299,7 +359,37 @@ func (s *spanning) allReduce(send, recv cuda.DevicePtr, count int, dt DataType, 
 			return err
 		}
 	}
-	return s.copyAndWait(recv, hostPtr(st, 0), bytes, str)
+	return s.copyAndWait(dst, hostPtr(st, 0), bytes, str)
+}
+
+// scratchOf returns the Comm's device scratch of at least n bytes, growing it.
+func (s *spanning) scratchOf(n uint64) (cuda.DevicePtr, error) {
+	if s.scratchBytes >= n {
+		return s.scratch, nil
+	}
+	if err := s.freeScratch(); err != nil {
+		return 0, err
+	}
+	size := roundUp(n, stagingQuantum)
+	if err := s.pctx.Do(func() error {
+		var err error
+		s.scratch, err = cuda.MemAlloc(int(size))
+		return err
+	}); err != nil {
+		return 0, fmt.Errorf("device scratch of %d bytes: %w", size, err)
+	}
+	s.scratchBytes = size
+	return s.scratch, nil
+}
+
+// freeScratch frees the device scratch, if any.
+func (s *spanning) freeScratch() error {
+	if s.scratch == 0 {
+		return nil
+	}
+	p := s.scratch
+	s.scratch, s.scratchBytes = 0, 0
+	return s.pctx.Do(func() error { return cuda.MemFree(p) })
 }
 
 // reduceScatter runs ReduceScatter across hosts: an AllReduce of the whole input into a
