@@ -32,7 +32,9 @@ import (
 // whole result with one rank of every other host (the rank with its local index, modulo that
 // host's size). Either way the hosts' results are reduced in host order, so every rank computes
 // the same bits; avg sums and divides once at the end. ReduceScatter is an AllReduce into a
-// temporary buffer. AllGather and Broadcast move every rank's bytes over the links. SendRecv and
+// temporary buffer. AllGather swaps parts between ranks of the same local index, then gathers
+// inside the host (hosts of equal size; else every part goes to every rank); Broadcast goes from
+// the root to one relay per host, then inside each host. SendRecv and
 // AlltoAll move the transfers with peers of this host on the local Comm's kernel and those with
 // peers on other hosts over the links, whose streams keep a pair's bytes in order.
 //
@@ -411,8 +413,61 @@ func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt Da
 	return s.copyAndWait(recv, tmp+cuda.DevicePtr(uint64(s.rank)*bytes), bytes, str)
 }
 
-// allGather runs AllGather across hosts: every rank sends its part to every other rank.
+// allGather runs AllGather across hosts. On hosts of equal size m it is hierarchical: local rank
+// i swaps its part with local rank i of every other host (each part crosses to every other host
+// once), the local Comm all-gathers what each rank holds (its index's part of every host), and the
+// parts are copied into rank order. On hosts of different sizes every rank sends its part to every
+// other rank (allGatherFlat).
 func (s *spanning) allGather(send, recv cuda.DevicePtr, sendCount int, dt DataType, str cuda.Stream) error {
+	me := s.hostOf[s.rank]
+	m := len(s.hosts[me])
+	if m == 1 || !equalHosts(s.hosts) {
+		return s.allGatherFlat(send, recv, sendCount, dt, str)
+	}
+	bytes := uint64(sendCount) * uint64(dt.Size())
+	nHosts := uint64(len(s.hosts))
+	i := slices.Index(s.hosts[me], s.rank)
+	st, err := s.stage(bytes * nHosts)
+	if err != nil {
+		return err
+	}
+	if err := s.copyAndWait(hostPtr(st, uint64(me)*bytes), send, bytes, str); err != nil {
+		return err
+	}
+	part := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
+	var ts transferSet
+	for h, ranks := range s.hosts {
+		if h != me {
+			ts.send(ranks[i], part(me))
+			ts.recv(ranks[i], part(h))
+		}
+	}
+	if err := s.links.exchange(context.Background(), ts.list); err != nil {
+		return err
+	}
+	// scratch holds, per local index j, the parts of local index j of every host, in host order.
+	scratch, err := s.scratchOf(bytes * nHosts * uint64(m))
+	if err != nil {
+		return err
+	}
+	mine := scratch + cuda.DevicePtr(uint64(i)*nHosts*bytes)
+	if err := s.copiesAndWait([]hostCopy{{mine, hostPtr(st, 0), bytes * nHosts}}, str); err != nil {
+		return err
+	}
+	if err := s.local.AllGather(mine, scratch, sendCount*len(s.hosts), dt, str); err != nil {
+		return fmt.Errorf("inside host %d: %w", me, err)
+	}
+	copies := make([]hostCopy, s.nRanks)
+	for r := range s.nRanks {
+		h := s.hostOf[r]
+		j := uint64(slices.Index(s.hosts[h], r))
+		copies[r] = hostCopy{recv + cuda.DevicePtr(uint64(r)*bytes), scratch + cuda.DevicePtr((j*nHosts+uint64(h))*bytes), bytes}
+	}
+	return s.copiesAndWait(copies, str)
+}
+
+// allGatherFlat runs AllGather across hosts by sending every rank's part to every other rank.
+func (s *spanning) allGatherFlat(send, recv cuda.DevicePtr, sendCount int, dt DataType, str cuda.Stream) error {
 	bytes := uint64(sendCount) * uint64(dt.Size())
 	st, err := s.stage(bytes * uint64(s.nRanks))
 	if err != nil {
@@ -435,33 +490,51 @@ func (s *spanning) allGather(send, recv cuda.DevicePtr, sendCount int, dt DataTy
 	return s.copyAndWait(recv, hostPtr(st, 0), bytes*uint64(s.nRanks), str)
 }
 
-// broadcast runs Broadcast across hosts: the root sends its bytes to every other rank.
+// broadcast runs Broadcast across hosts: the root sends its bytes to one rank of every other
+// host (the relay: the one with the root's local index, modulo the host's size), then the local
+// Comm of every host broadcasts them from the root or the relay.
 func (s *spanning) broadcast(send, recv cuda.DevicePtr, count int, dt DataType, root int, str cuda.Stream) error {
 	bytes := uint64(count) * uint64(dt.Size())
-	st, err := s.stage(bytes)
-	if err != nil {
-		return err
-	}
-	var ts transferSet
-	if s.rank == root {
+	me, rootHost := s.hostOf[s.rank], s.hostOf[root]
+	rootIndex := slices.Index(s.hosts[rootHost], root)
+	relayIndex := func(h int) int { return rootIndex % len(s.hosts[h]) }
+	relay := s.hosts[me][relayIndex(me)] // the root itself on its host
+	src := recv                          // the local root's bytes: the root's send, the relay's recv
+	switch s.rank {
+	case root:
+		st, err := s.stage(bytes)
+		if err != nil {
+			return err
+		}
 		if err := s.copyAndWait(hostPtr(st, 0), send, bytes, str); err != nil {
 			return err
 		}
-		for r := range s.nRanks {
-			if r != root {
-				ts.send(r, st.b)
+		var ts transferSet
+		for h, ranks := range s.hosts {
+			if h != me {
+				ts.send(ranks[relayIndex(h)], st.b)
 			}
 		}
-	} else {
-		ts.recv(root, st.b)
+		if err := s.links.exchange(context.Background(), ts.list); err != nil {
+			return err
+		}
+		src = send
+	case relay:
+		st, err := s.stage(bytes)
+		if err != nil {
+			return err
+		}
+		if err := s.links.exchange(context.Background(), []transfer{{peer: root, recv: st.b}}); err != nil {
+			return err
+		}
+		if err := s.copyAndWait(recv, hostPtr(st, 0), bytes, str); err != nil {
+			return err
+		}
 	}
-	if err := s.links.exchange(context.Background(), ts.list); err != nil {
-		return err
+	if err := s.local.Broadcast(src, recv, count, dt, relayIndex(me), str); err != nil {
+		return fmt.Errorf("inside host %d: %w", me, err)
 	}
-	if s.rank == root && send == recv {
-		return nil
-	}
-	return s.copyAndWait(recv, hostPtr(st, 0), bytes, str)
+	return s.copiesAndWait(nil, str)
 }
 
 // p2p runs the transfers of a SendRecv or AlltoAll call across hosts; peers and order are as
