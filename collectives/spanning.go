@@ -62,7 +62,8 @@ type spanning struct {
 	pctx     cuda.Context
 	links    *hostLinks // with every other rank, over libfabric
 	staged   staging    // pinned host memory of the calls (stage)
-	// scratch is device memory of the sharded AllReduce (gatherShards), grown on demand.
+	// scratch is device memory of the sharded AllReduce and the hierarchical AllGather, grown
+	// on demand.
 	scratch      cuda.DevicePtr
 	scratchBytes uint64
 }
