@@ -26,7 +26,8 @@ import (
 // one for SendRecv and AlltoAll, whose sends may wait in the receiver's inbox while collectives
 // run). A stream moves chunks of at most linkChunkBytes through linkSlots slots of the receiver's
 // inbox, a window of host memory registered with the network: the sender copies a chunk into the
-// same slot of its outbox (registered too), writes it into the receiver's slot, then writes its
+// same slot of its outbox (registered too; a send that lies in the source memory, useSource, is
+// written from there without the copy), writes it into the receiver's slot, then writes its
 // count of chunks sent into the receiver's arrived word (core.Connection.UpdateAndSync: after the
 // data). The receiver copies the chunk out and writes its count of chunks taken into the sender's
 // freed word; the sender reuses a slot only once the chunk that held it was taken. The counts run
@@ -79,6 +80,43 @@ type hostLinks struct {
 	comm    *core.Communicator
 	streams [linkStreams][]*linkStream
 	windows [][]byte // mmap'd: freed by close
+	// source is memory registered with the links' endpoint that sends are written from directly,
+	// without the copy into the outbox (useSource: the Comm's staging buffer).
+	source    core.RegisteredMemory
+	sourceBuf []byte
+}
+
+// useSource registers b (nil: none) as the memory sends may be written from directly, ending the
+// registration of the one before. b must stay in place until the next useSource or close.
+func (h *hostLinks) useSource(b []byte) error {
+	if h.sourceBuf != nil {
+		m := h.source
+		h.source, h.sourceBuf = core.RegisteredMemory{}, nil
+		if err := h.comm.Context().DeregisterMemory(m); err != nil {
+			return fmt.Errorf("links: %w", err)
+		}
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	m, err := h.comm.Context().RegisterMemory(hostAddr(b), uint64(len(b)), core.TransportIB)
+	if err != nil {
+		return fmt.Errorf("links: register %d bytes to send from: %w", len(b), err)
+	}
+	h.source, h.sourceBuf = m, b
+	return nil
+}
+
+// sourceOffset returns where b lies in the source memory, if it does.
+func (h *hostLinks) sourceOffset(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(h.sourceBuf) == 0 {
+		return 0, false
+	}
+	base, p := uintptr(unsafe.Pointer(&h.sourceBuf[0])), uintptr(unsafe.Pointer(&b[0]))
+	if p < base || p-base+uintptr(len(b)) > uintptr(len(h.sourceBuf)) {
+		return 0, false
+	}
+	return uint64(p - base), true
 }
 
 // Tags of the links' exchanges on their own Communicator over the job's bootstrap: the last
@@ -191,6 +229,13 @@ func (h *hostLinks) exchange(ctx context.Context, ts []transfer) error {
 			return fmt.Errorf("no stream %d with rank %d: %w", t.stream, t.peer, errs.ErrInternal)
 		}
 	}
+	from := make([]int64, len(ts)) // where a transfer's send lies in the source memory (-1: not)
+	for i, t := range ts {
+		from[i] = -1
+		if off, ok := h.sourceOffset(t.send); ok {
+			from[i] = int64(off)
+		}
+	}
 	timeout := config.NetTimeout.Get()
 	lastMove := time.Now()
 	b := h.comm.Bootstrap()
@@ -201,8 +246,13 @@ func (h *hostLinks) exchange(ctx context.Context, ts []transfer) error {
 			for p.sent < len(t.send) && l.sent-atomic.LoadUint64(l.word(linkFreedOff)) < linkSlots {
 				n := min(linkChunkBytes, len(t.send)-p.sent)
 				slot := uint64(l.sent%linkSlots) * linkChunkBytes
-				copy(l.outbox[slot:], t.send[p.sent:p.sent+n])
-				if err := l.conn.Write(l.peerInbox, slot, l.outboxMem, slot, uint64(n)); err != nil {
+				src, srcOff := l.outboxMem, slot
+				if from[i] >= 0 {
+					src, srcOff = h.source, uint64(from[i])+uint64(p.sent)
+				} else {
+					copy(l.outbox[slot:], t.send[p.sent:p.sent+n])
+				}
+				if err := l.conn.Write(l.peerInbox, slot, src, srcOff, uint64(n)); err != nil {
 					return fmt.Errorf("write to rank %d: %w", t.peer, err)
 				}
 				l.sent++

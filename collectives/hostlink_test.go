@@ -201,8 +201,57 @@ func TestHostLinksSendAhead(t *testing.T) {
 	})
 }
 
+// TestHostLinksFromSource: sends that lie in the registered source memory are written from it
+// directly, others through the outbox, in one call; the source replaced by a larger one, then
+// dropped; every byte checked.
+func TestHostLinksFromSource(t *testing.T) {
+	requireTCP(t)
+	const n = 3
+	runLinked(t, n, func(ctx context.Context, rank int, b *bootstrap.TCP, h *hostLinks) error {
+		for k, size := range []int{3*linkChunkBytes + 7, 5*linkSlots*linkChunkBytes + 1, 100} {
+			source := make([]byte, (n-1)*size+64)
+			if k < 2 {
+				if err := h.useSource(source); err != nil {
+					return err
+				}
+			} else if err := h.useSource(nil); err != nil {
+				return err
+			}
+			var ts transferSet
+			d := 0
+			for r := range n {
+				if r == rank {
+					continue
+				}
+				msg := source[32+d*size : 32+(d+1)*size]
+				if d == 1 {
+					msg = make([]byte, size) // not in the source: through the outbox
+				}
+				for i := range msg {
+					msg[i] = linkPattern(rank, r, k, i)
+				}
+				ts.send(r, msg)
+				ts.recv(r, make([]byte, size))
+				d++
+			}
+			if err := h.exchange(ctx, ts.list); err != nil {
+				return fmt.Errorf("call %d: %w", k, err)
+			}
+			for _, tr := range ts.list {
+				for i, v := range tr.recv {
+					if want := linkPattern(tr.peer, rank, k, i); v != want {
+						return fmt.Errorf("call %d from rank %d: byte %d is %d, want %d", k, tr.peer, i, v, want)
+					}
+				}
+			}
+		}
+		return nil
+	})
+}
+
 // BenchmarkHostLinks: the links' bandwidth between two ranks of this process on the tcp provider
-// (loopback), one way and both ways at once; bench/fabric_pingpong gives the transport's own
+// (loopback), one way and both ways at once, sends copied through the outbox or written from the
+// registered source memory; bench/fabric_pingpong gives the transport's own
 // figure beside it.
 func BenchmarkHostLinks(b *testing.B) {
 	if !fabric.Has("tcp") {
@@ -211,10 +260,14 @@ func BenchmarkHostLinks(b *testing.B) {
 	config.NetProvider.Set("tcp")
 	defer config.NetProvider.Reset()
 	for _, size := range []int{4 << 20, 64 << 20} {
-		for _, both := range []bool{false, true} {
+		for _, c := range []struct{ both, source bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+			both := c.both
 			name := fmt.Sprintf("%dMiB/one-way", size>>20)
 			if both {
 				name = fmt.Sprintf("%dMiB/both-ways", size>>20)
+			}
+			if c.source {
+				name += "/from-source"
 			}
 			b.Run(name, func(b *testing.B) {
 				b.SetBytes(int64(size))
@@ -240,6 +293,11 @@ func BenchmarkHostLinks(b *testing.B) {
 							tr := transfer{peer: 1 - rank}
 							if rank == 0 || both {
 								tr.send = make([]byte, size)
+								if c.source {
+									if err := h.useSource(tr.send); err != nil {
+										return err
+									}
+								}
 							}
 							if rank == 1 || both {
 								tr.recv = make([]byte, size)

@@ -215,6 +215,11 @@ func (s *spanning) stage(n uint64) (*staging, error) {
 			return nil, fmt.Errorf("pinned host memory of %d bytes: %w", size, err)
 		}
 		s.staged.b = unsafe.Slice((*byte)(s.staged.p), size)
+		if s.links != nil {
+			if err := s.links.useSource(s.staged.b); err != nil { // sends go from it without a copy
+				return nil, err
+			}
+		}
 	}
 	return &staging{p: s.staged.p, b: s.staged.b[:n]}, nil
 }
@@ -226,10 +231,14 @@ func (s *spanning) freeStaging() error {
 	}
 	p := s.staged.p
 	s.staged = staging{}
-	if err := s.pctx.Do(func() error { return cuda.MemFreeHost(p) }); err != nil {
-		return fmt.Errorf("free pinned host memory: %w", err)
+	var unregister error
+	if s.links != nil {
+		unregister = s.links.useSource(nil) // before the memory goes
 	}
-	return nil
+	if err := s.pctx.Do(func() error { return cuda.MemFreeHost(p) }); err != nil {
+		return errors.Join(unregister, fmt.Errorf("free pinned host memory: %w", err))
+	}
+	return unregister
 }
 
 // copyAndWait copies n bytes from src to dst (device or pinned host memory) on stream str and

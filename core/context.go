@@ -617,6 +617,31 @@ func (c *Context) UnmapMemory(m RegisteredMemory) error {
 	return nil
 }
 
+// DeregisterMemory ends the libfabric registration of m, host memory this context registered for
+// TransportIB or TransportSHM (RegisterMemory), so that the memory may be freed: every write
+// from or into it must have completed (Connection.Flush on this side; the peers done with it).
+// Other memory is refused with ErrInvalidArgument; a second call fails with ErrInvalidUsage.
+func (c *Context) DeregisterMemory(m RegisteredMemory) error {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return fmt.Errorf("deregister %v: %w", m, ErrContextClosed)
+	}
+	if !isFabric(m.transport) || isStaged(m) || !m.origin.sameProcess(thisProcess()) {
+		return fmt.Errorf("deregister %v: only host memory this process registered for IB or SHM can be: %w", m, errs.ErrInvalidArgument)
+	}
+	c.mu.Lock()
+	n := c.fabrics[m.transport]
+	c.mu.Unlock()
+	if n == nil {
+		return fmt.Errorf("deregister %v: not registered by this context: %w", m, errs.ErrInvalidUsage)
+	}
+	if err := n.deregister(m); err != nil {
+		return fmt.Errorf("deregister %v: %w", m, err)
+	}
+	return nil
+}
+
 // Alloc returns n bytes of zeroed device memory on GPU ordinal (aligned as cuMemAlloc aligns,
 // 256 bytes at least), owned by the context: Close frees it. It is for the library's own
 // objects (signal words, counters) that peers reach through RegisterMemory.

@@ -140,6 +140,20 @@ func (n *fabricNet) region(m RegisteredMemory) (*fabric.Region, error) {
 	return r, nil
 }
 
+// deregister ends this process's registration of m (fabricNet.register's), refusing memory it
+// does not hold.
+func (n *fabricNet) deregister(m RegisteredMemory) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	key := binary.LittleEndian.Uint64(m.handle[:])
+	r, ok := n.regions[key]
+	if !ok || r.Addr != uint64(m.addr) {
+		return fmt.Errorf("not registered with this context's %v endpoint (or deregistered already): %w", n.transport, errs.ErrInvalidUsage)
+	}
+	delete(n.regions, key)
+	return r.Deregister()
+}
+
 // remote describes m, memory of a peer, for writes into it.
 func remoteOf(m RegisteredMemory) fabric.Remote {
 	return fabric.Remote{Addr: uint64(m.addr), Size: m.size, Key: binary.LittleEndian.Uint64(m.handle[:])}

@@ -108,6 +108,17 @@ func TestFabricHostMemory(t *testing.T) {
 			assert.Error(t, conn.UpdateAndSync(dstThere, 4, 1), "unaligned signal")
 			_, err = NewSemaphoreStub(conn)
 			assert.ErrorIs(t, err, errs.ErrInvalidArgument, "host memory connections signal with UpdateAndSync")
+
+			// A source deregistered is no longer written from; a new registration of the same
+			// memory works; a second deregistration and a peer's memory are refused.
+			require.NoError(t, sender.DeregisterMemory(srcMem))
+			assert.ErrorIs(t, conn.Write(dstThere, 0, srcMem, 0, 8), errs.ErrInvalidArgument)
+			assert.ErrorIs(t, sender.DeregisterMemory(srcMem), errs.ErrInvalidUsage)
+			assert.ErrorIs(t, sender.DeregisterMemory(dstThere), errs.ErrInvalidUsage, "a peer's memory is not this context's")
+			again, err := sender.RegisterMemory(ptrOf(src), 8, tc.transport)
+			require.NoError(t, err)
+			require.NoError(t, conn.Write(dstThere, 0, again, 0, 8))
+			require.NoError(t, conn.Flush(context.Background()))
 		})
 	}
 }
