@@ -43,61 +43,69 @@ func (c *Connection) String() string {
 // connection's stream and returns; Flush waits for it. Both memories must be usable in this
 // process (registered here or unmarshaled here) and the ranges must lie within them.
 func (c *Connection) Write(dst RegisteredMemory, dstOffset uint64, src RegisteredMemory, srcOffset, size uint64) error {
-	what := fmt.Sprintf("%v: write %d bytes to offset %d of %v from offset %d of %v", c, size, dstOffset, dst, srcOffset, src)
+	fail := func(err error) error { // the text is built only on failure: Write is on the fast path
+		return fmt.Errorf("%v: write %d bytes to offset %d of %v from offset %d of %v: %w", c, size, dstOffset, dst, srcOffset, src, err)
+	}
 	if err := checkRange(dst, dstOffset, size); err != nil {
-		return fmt.Errorf("%s: destination: %w", what, err)
+		return fail(fmt.Errorf("destination: %w", err))
 	}
 	if err := checkRange(src, srcOffset, size); err != nil {
-		return fmt.Errorf("%s: source: %w", what, err)
+		return fail(fmt.Errorf("source: %w", err))
 	}
 	if size == 0 {
 		return nil
 	}
 	if size > math.MaxInt {
-		return fmt.Errorf("%s: size too large: %w", what, errs.ErrInvalidArgument)
+		return fail(fmt.Errorf("size too large: %w", errs.ErrInvalidArgument))
 	}
-	return c.onStream(what, func() error {
-		return c.link.write(dst, dstOffset, src, srcOffset, size)
-	})
+	if err := c.onStream(func() error { return c.link.write(dst, dstOffset, src, srcOffset, size) }); err != nil {
+		return fail(err)
+	}
+	return nil
 }
 
 // UpdateAndSync queues, after the work already on the connection's stream, an 8-byte store of
 // value at dst+dstOffset (8-byte aligned), so that the peer sees it after the data of earlier
 // Writes. It does not wait; Flush does.
 func (c *Connection) UpdateAndSync(dst RegisteredMemory, dstOffset uint64, value uint64) error {
-	what := fmt.Sprintf("%v: store %d at offset %d of %v", c, value, dstOffset, dst)
+	fail := func(err error) error {
+		return fmt.Errorf("%v: store %d at offset %d of %v: %w", c, value, dstOffset, dst, err)
+	}
 	if err := checkRange(dst, dstOffset, 8); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return fail(err)
 	}
 	if (uint64(dst.addr)+dstOffset)%8 != 0 {
-		return fmt.Errorf("%s: address %#x is not 8-byte aligned: %w", what, uint64(dst.addr)+dstOffset, errs.ErrInvalidArgument)
+		return fail(fmt.Errorf("address %#x is not 8-byte aligned: %w", uint64(dst.addr)+dstOffset, errs.ErrInvalidArgument))
 	}
-	return c.onStream(what, func() error {
-		return c.link.writeValue(dst, dstOffset, value)
-	})
+	if err := c.onStream(func() error { return c.link.writeValue(dst, dstOffset, value) }); err != nil {
+		return fail(err)
+	}
+	return nil
 }
 
 // Flush waits until everything queued on the connection has completed, or ctx ends (an error
 // matching ErrWaitCanceled and ctx's error; the work keeps running).
 func (c *Connection) Flush(ctx context.Context) error {
-	what := fmt.Sprintf("%v: flush", c)
 	delay := 10 * time.Microsecond
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	for {
 		var done bool
-		err := c.onStream(what, func() error {
+		err := c.onStream(func() error {
 			var err error
 			done, err = c.link.flushed()
 			return err
 		})
-		if err != nil || done {
-			return err
+		if err != nil {
+			return fmt.Errorf("%v: flush: %w", c, err)
+		}
+		if done {
+			return nil
 		}
 		timer.Reset(delay)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: %w: %w", what, ErrWaitCanceled, ctx.Err())
+			return fmt.Errorf("%v: flush: %w: %w", c, ErrWaitCanceled, ctx.Err())
 		case <-timer.C:
 		}
 		delay = min(2*delay, time.Millisecond)
@@ -105,20 +113,16 @@ func (c *Connection) Flush(ctx context.Context) error {
 }
 
 // onStream runs f with the connection's GPU context current, unless the context is closed.
-func (c *Connection) onStream(what string, f func() error) error {
+func (c *Connection) onStream(f func() error) error {
 	c.ctx.life.RLock()
 	defer c.ctx.life.RUnlock()
 	if c.ctx.closed {
-		return fmt.Errorf("%s: %w", what, ErrContextClosed)
+		return ErrContextClosed
 	}
-	run := f
 	if c.gpu != nil { // CUDA IPC: driver calls on the GPU's context
-		run = func() error { return c.gpu.do(f) }
+		return c.gpu.do(f)
 	}
-	if err := run(); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
+	return f()
 }
 
 // checkRange refuses [off, off+size) outside m, and memory not usable in this process.
