@@ -98,37 +98,20 @@ func (c *Context) CreateEndpoint(cfg EndpointConfig) (Endpoint, error) {
 	if err := CheckTransport(cfg.Transport, "create endpoint for "+cfg.Device.String()); err != nil {
 		return Endpoint{}, err
 	}
-	ep := Endpoint{config: cfg, origin: thisProcess(), id: rand.Uint64()}
-	if isFabric(cfg.Transport) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if cfg.Device.Type == DeviceGPU { // its memory goes staged through host buffers (transport_staged.go)
-			if _, err := c.gpu(cfg.Device.ID); err != nil {
-				return Endpoint{}, fmt.Errorf("create endpoint for %v: %w", cfg.Device, err)
-			}
-		}
-		n, err := c.fabric(cfg.Transport, gpuOrdinal(cfg.Device))
-		if err != nil {
-			return Endpoint{}, fmt.Errorf("create endpoint for %v over %v: %w", cfg.Device, cfg.Transport, err)
-		}
-		addr, err := n.ep.Address()
-		if err != nil {
-			return Endpoint{}, fmt.Errorf("create endpoint for %v over %v: %w", cfg.Device, cfg.Transport, err)
-		}
-		if len(addr) > maxAddressBytes {
-			return Endpoint{}, fmt.Errorf("create endpoint over %v: the %s address has %d bytes, endpoints carry %d: %w",
-				cfg.Transport, n.ep.Provider(), len(addr), maxAddressBytes, ErrTransportUnavailable)
-		}
-		ep.address = string(addr)
-		return ep, nil
+	tr, err := transportOf(cfg.Transport, "create endpoint")
+	if err != nil {
+		return Endpoint{}, err
 	}
+	ep := Endpoint{config: cfg, origin: thisProcess(), id: rand.Uint64()}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if cfg.Device.Type == DeviceGPU {
-		c.mu.Lock()
-		_, err := c.gpu(cfg.Device.ID)
-		c.mu.Unlock()
-		if err != nil {
+		if _, err := c.gpu(cfg.Device.ID); err != nil {
 			return Endpoint{}, fmt.Errorf("create endpoint for %v: %w", cfg.Device, err)
 		}
+	}
+	if ep.address, err = tr.address(c, cfg); err != nil {
+		return Endpoint{}, fmt.Errorf("create endpoint for %v over %v: %w", cfg.Device, cfg.Transport, err)
 	}
 	return ep, nil
 }
@@ -193,49 +176,20 @@ func (c *Context) Connect(local, remote Endpoint) (*Connection, error) {
 	if err := checkConnect(local, remote, here); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if isFabric(local.config.Transport) {
-		n, err := c.fabric(local.config.Transport, gpuOrdinal(local.config.Device))
-		if err != nil {
-			return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
-		}
-		conn := &Connection{ctx: c, local: local, remote: remote}
-		if local.config.Device.Type == DeviceGPU {
-			if conn.gpu, err = c.gpu(local.config.Device.ID); err != nil {
-				return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
-			}
-			conn.link, err = n.connectStaged(remote)
-		} else {
-			conn.link, err = n.connect(remote)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
-		}
-		c.conns = append(c.conns, conn)
-		return conn, nil
-	}
-	g, err := c.gpu(local.config.Device.ID)
-	if err != nil {
-		return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
-	}
-	if remote.origin.sameProcess(here) {
-		if err := c.enablePeerAccess(local.config.Device.ID, remote.config.Device.ID); err != nil {
-			return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
-		}
-	}
-	tr, err := transportFor(local.config.Transport, "connect")
+	tr, err := transportOf(local.config.Transport, "connect")
 	if err != nil {
 		return nil, err
 	}
-	conn := &Connection{ctx: c, local: local, remote: remote, gpu: g}
-	err = g.do(func() error {
-		var err error
-		conn.link, err = tr.connect(local, remote)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("connect %v to %v: data path: %w", local, remote, err)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	conn := &Connection{ctx: c, local: local, remote: remote}
+	if local.config.Device.Type == DeviceGPU { // the connection's host calls run on its GPU's context
+		if conn.gpu, err = c.gpu(local.config.Device.ID); err != nil {
+			return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
+		}
+	}
+	if conn.link, err = tr.connect(c, local, remote); err != nil {
+		return nil, fmt.Errorf("connect %v to %v: %w", local, remote, err)
 	}
 	c.conns = append(c.conns, conn)
 	return conn, nil
@@ -253,23 +207,12 @@ func checkConnect(local, remote Endpoint, here origin) error {
 	if err := CheckTransport(local.config.Transport, what); err != nil {
 		return err
 	}
-	if t := local.config.Transport; isFabric(t) {
-		switch {
-		case local.config.Device.Type != remote.config.Device.Type:
-			return fmt.Errorf("%s: %v connects two CPU endpoints (host memory) or two GPU endpoints (GPU memory, staged through host buffers), not %v to %v: %w",
-				what, t, local.config.Device.Type, remote.config.Device.Type, errs.ErrInvalidArgument)
-		case remote.address == "":
-			return fmt.Errorf("%s: the remote endpoint has no address: %w", what, errs.ErrInvalidArgument)
-		case t == TransportSHM && !remote.origin.sameHost(here):
-			return fmt.Errorf("%s: shared memory needs both ends on one host; the remote endpoint is on host %016x, this is host %016x: %w", what, remote.origin.host, here.host, ErrDifferentHost)
-		}
-		return nil
+	tr, err := transportOf(local.config.Transport, what)
+	if err != nil {
+		return err
 	}
-	switch {
-	case local.config.Device.Type != DeviceGPU || remote.config.Device.Type != DeviceGPU:
-		return fmt.Errorf("%s: CUDA IPC connects GPU endpoints only: %w", what, errs.ErrInvalidArgument)
-	case !remote.origin.sameHost(here):
-		return fmt.Errorf("%s: the remote endpoint is on host %016x, this is host %016x: %w", what, remote.origin.host, here.host, ErrDifferentHost)
+	if err := tr.checkPeers(local, remote, here); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
@@ -291,136 +234,23 @@ func (c *Context) RegisterMemory(ptr cuda.DevicePtr, size uint64, transports Tra
 	if err := CheckTransport(transports, what); err != nil {
 		return RegisteredMemory{}, err
 	}
-	typ, err := cuda.PointerMemoryType(ptr)
-	if isFabric(transports) && (err != nil || typ != cuda.MemoryTypeDevice) {
-		return c.registerHost(ptr, size, transports)
-	}
-	if errors.Is(err, cuda.ErrNoDevice) || errors.Is(err, cuda.ErrDriverNotFound) {
-		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
-	}
-	if err != nil || typ != cuda.MemoryTypeDevice {
-		return RegisteredMemory{}, fmt.Errorf("%s: not CUDA device memory (CUDA IPC shares only cuMemAlloc'd memory, not host memory): %w",
-			what, errs.ErrInvalidArgument)
-	}
-	ordinal, err := cuda.PointerDeviceOrdinal(ptr)
-	if err != nil {
-		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.registerDevice(ptr, size, ordinal, transports)
-}
-
-// registerDevice registers device memory on GPU ordinal for transport t: exported for CUDA IPC,
-// staged for the libfabric transports. c.mu is held.
-func (c *Context) registerDevice(ptr cuda.DevicePtr, size uint64, ordinal int, t Transport) (RegisteredMemory, error) {
-	if isFabric(t) {
-		return c.registerStaged(ptr, size, ordinal, t)
-	}
-	return c.register(ptr, size, ordinal, t)
-}
-
-// registerStaged registers size bytes of device memory at ptr on GPU ordinal for transport t,
-// a libfabric one: peers write into it through staged messages (transport_staged.go). c.mu is
-// held.
-func (c *Context) registerStaged(ptr cuda.DevicePtr, size uint64, ordinal int, t Transport) (RegisteredMemory, error) {
-	what := fmt.Sprintf("register %d bytes at %#x on GPU %d for %v", size, uint64(ptr), ordinal, t)
-	g, err := c.gpu(ordinal)
-	if err != nil {
-		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
-	}
-	var base cuda.DevicePtr
-	if err := g.do(func() error {
-		var err error
-		base, err = allocationBase(ptr, size)
-		return err
-	}); err != nil {
-		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
-	}
-	n, err := c.fabric(t, ordinal)
-	if err != nil {
-		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
-	}
-	h, err := n.registerStaged(ptr, size, ordinal)
-	if err != nil {
-		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
-	}
-	return RegisteredMemory{
-		data: ptr, size: size, transport: t, origin: thisProcess(), device: ordinal,
-		addr: ptr, handle: h, offset: uint64(ptr - base), mappedOn: notMapped,
-	}, nil
-}
-
-// register exports the allocation holding [ptr, ptr+size) on GPU ordinal through transport t. The
-// registry keys an export by the allocation's base and the driver's buffer id, so memory freed
-// and allocated again at the same address gets a handle of its own, never the old one. c.mu is
-// held.
-func (c *Context) register(ptr cuda.DevicePtr, size uint64, ordinal int, t Transport) (RegisteredMemory, error) {
-	what := fmt.Sprintf("register %d bytes at %#x", size, uint64(ptr))
-	tr, err := transportFor(t, what)
+	tr, err := transportOf(transports, what)
 	if err != nil {
 		return RegisteredMemory{}, err
 	}
-	g, err := c.gpu(ordinal)
-	if err != nil {
-		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
+	ordinal := -1 // host memory, or memory the driver does not know
+	if typ, err := cuda.PointerMemoryType(ptr); err == nil && typ == cuda.MemoryTypeDevice {
+		if ordinal, err = cuda.PointerDeviceOrdinal(ptr); err != nil {
+			return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
+		}
 	}
-	var handle cuda.IpcMemHandle
-	var base cuda.DevicePtr
-	err = g.do(func() error {
-		var err error
-		if base, err = allocationBase(ptr, size); err != nil {
-			return err
-		}
-		id, err := cuda.PointerBufferID(base)
-		if err != nil {
-			return err
-		}
-		key := allocation{base, id}
-		h, ok := c.exported[key]
-		if !ok {
-			if h, err = tr.export(base); err != nil {
-				return err
-			}
-			c.exported[key] = h
-		}
-		handle = h
-		return nil
-	})
-	if err != nil {
-		return RegisteredMemory{}, fmt.Errorf("%s on GPU %d: %w", what, ordinal, err)
-	}
-	return RegisteredMemory{
-		data:      ptr,
-		size:      size,
-		transport: t,
-		origin:    thisProcess(),
-		device:    ordinal,
-		addr:      ptr,
-		handle:    handle,
-		offset:    uint64(ptr - base),
-		mappedOn:  notMapped,
-	}, nil
-}
-
-// registerHost registers size bytes of host memory at ptr with the context's libfabric endpoint
-// for transport t. c.life is read-held.
-func (c *Context) registerHost(ptr cuda.DevicePtr, size uint64, t Transport) (RegisteredMemory, error) {
-	what := fmt.Sprintf("register %d bytes at %#x for %v", size, uint64(ptr), t)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n, err := c.fabric(t, -1)
+	m, err := tr.register(c, ptr, size, ordinal)
 	if err != nil {
-		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
+		return RegisteredMemory{}, fmt.Errorf("%s for %v: %w", what, transports, err)
 	}
-	h, err := n.register(ptr, size)
-	if err != nil {
-		return RegisteredMemory{}, fmt.Errorf("%s: %w", what, err)
-	}
-	return RegisteredMemory{
-		data: ptr, size: size, transport: t, origin: thisProcess(),
-		addr: ptr, handle: h, mappedOn: notMapped,
-	}, nil
+	return m, nil
 }
 
 // allocationBase returns the base of the allocation that holds [ptr, ptr+size), refusing a range
@@ -563,7 +393,7 @@ func (c *Context) open(t Transport, h cuda.IpcMemHandle, dev int) (cuda.DevicePt
 		m.refs++
 		return m.addr, nil
 	}
-	tr, err := transportFor(t, "map")
+	tr, err := transportOf(t, "map")
 	if err != nil {
 		return 0, err
 	}
@@ -627,16 +457,16 @@ func (c *Context) DeregisterMemory(m RegisteredMemory) error {
 	if c.closed {
 		return fmt.Errorf("deregister %v: %w", m, ErrContextClosed)
 	}
-	if !isFabric(m.transport) || isStaged(m) || !m.origin.sameProcess(thisProcess()) {
-		return fmt.Errorf("deregister %v: only host memory this process registered for IB or SHM can be: %w", m, errs.ErrInvalidArgument)
+	if !m.origin.sameProcess(thisProcess()) {
+		return fmt.Errorf("deregister %v: memory of another process: %w", m, errs.ErrInvalidArgument)
+	}
+	tr, err := transportOf(m.transport, "deregister")
+	if err != nil {
+		return err
 	}
 	c.mu.Lock()
-	n := c.fabrics[m.transport]
-	c.mu.Unlock()
-	if n == nil {
-		return fmt.Errorf("deregister %v: not registered by this context: %w", m, errs.ErrInvalidUsage)
-	}
-	if err := n.deregister(m); err != nil {
+	defer c.mu.Unlock()
+	if err := tr.deregister(c, m); err != nil {
 		return fmt.Errorf("deregister %v: %w", m, err)
 	}
 	return nil

@@ -47,7 +47,11 @@ func NewSemaphoreStub(conn *Connection) (SemaphoreStub, error) {
 	if err != nil {
 		return SemaphoreStub{}, fmt.Errorf("%s: %w", what, err)
 	}
-	m, err := c.registerDevice(p, tokenBytes, dev, t) // over libfabric the peer signals it with staged messages
+	tr, err := transportOf(t, what)
+	if err != nil {
+		return SemaphoreStub{}, err
+	}
+	m, err := tr.register(c, p, tokenBytes, dev) // over libfabric the peer signals it with staged messages
 	if err != nil {
 		return SemaphoreStub{}, fmt.Errorf("%s: %w", what, err)
 	}

@@ -40,31 +40,41 @@ func (t Transport) String() string {
 // API's SHM).
 var ErrTransportUnavailable = errs.New(errs.ErrInvalidUsage, "transport not available")
 
-// transport is what a Context needs from a way of moving GPU memory between processes of one host:
-// making local memory reachable by peers, reaching a peer's memory, and the data path of a
-// connection. Context keeps the one registry of the library's memory (what it exported, what it
-// mapped, reference counts, which GPU) and calls a transport only for the transport's own part;
-// every method runs with the GPU's context current on a locked thread. CUDA IPC (cudaIPC) is its
-// implementation. The libfabric transports (transport_fabric.go: the network, shared memory)
-// register host memory with their endpoint instead of mapping it (a peer's memory is reached by
-// its key, never mapped) and make their own link, fabricLink.
+// transport is one way memory travels between processes. Context keeps the one registry of the
+// library's memory (what it exported, what it mapped, reference counts, which GPU) and the
+// checks every transport shares, and calls its transport for the transport's own part. Two
+// implement it: cudaIPC (transport_cudaipc.go: GPUs of one host map each other's memory) and
+// libfabric (transport_fabric.go, host memory registered with a libfabric endpoint and reached
+// by its key; transport_staged.go, GPU memory staged through host buffers). Every method runs
+// with the asking context's mu held; driver calls inside make the GPU's context current
+// themselves (contextGPU.do).
 type transport interface {
-	// export returns the handle a peer passes to open to reach the allocation at base.
-	export(base cuda.DevicePtr) (cuda.IpcMemHandle, error)
-	// open makes a peer's allocation, named by the handle its export returned, usable here and
-	// returns its address.
+	// address returns what an endpoint of cfg carries for its peers to reach it: the libfabric
+	// endpoint's address, or "" where the endpoint's process and GPU say it all (CUDA IPC).
+	address(c *Context, cfg EndpointConfig) (string, error)
+	// register makes size bytes at ptr reachable by peers: memory of GPU ordinal, or host memory
+	// when ordinal is negative.
+	register(c *Context, ptr cuda.DevicePtr, size uint64, ordinal int) (RegisteredMemory, error)
+	// deregister ends register's work for m, memory of this process, where the transport can
+	// end it before the context closes.
+	deregister(c *Context, m RegisteredMemory) error
+	// open makes a peer's allocation, named by the handle its register returned, usable on the
+	// current GPU context and returns its address; unmap releases it. A transport whose links
+	// reach peer memory by its key (libfabric) maps nothing and refuses both.
 	open(h cuda.IpcMemHandle) (cuda.DevicePtr, error)
-	// unmap releases what open made.
 	unmap(p cuda.DevicePtr) error
+	// checkPeers refuses a connection from local to remote, endpoints of this transport, that it
+	// cannot make from the process here (devices it does not connect, a peer out of reach).
+	checkPeers(local, remote Endpoint, here origin) error
 	// connect makes the data path of a connection from local, an endpoint of this process, to
 	// remote.
-	connect(local, remote Endpoint) (link, error)
+	connect(c *Context, local, remote Endpoint) (link, error)
 }
 
 // link is the data path of one Connection, made by a transport: a CUDA stream for CUDA IPC
 // (streamLink), the peer's address on the context's libfabric endpoint for the network and
-// shared memory (fabricLink). Its operations are asynchronous and run in the order they were
-// queued; the Connection has checked every range.
+// shared memory (fabricLink, stagedLink). Its operations are asynchronous and run in the order
+// they were queued; the Connection has checked every range.
 type link interface {
 	// write queues a copy of n bytes (n > 0) from src at srcOff, memory of this process, to dst
 	// at dstOff, the peer's memory.
@@ -78,18 +88,23 @@ type link interface {
 	close() error
 }
 
-// transportFor returns the implementation of t, a transport of GPU memory, or an error naming
-// what asked for it.
-func transportFor(t Transport, what string) (transport, error) {
+// transportOf returns the implementation of t, or an error naming what asked for it.
+func transportOf(t Transport, what string) (transport, error) {
 	switch t {
 	case TransportP2P:
 		return cudaIPC{}, nil
 	case TransportIB, TransportSHM:
-		return nil, fmt.Errorf("%s over %v: memory of a libfabric transport is reached through its endpoint (registered or staged), never exported or mapped: %w", what, t, ErrTransportUnavailable)
+		return libfabric{t}, nil
 	default:
 		return nil, fmt.Errorf("%s: unknown transport %d: %w", what, int(t), errs.ErrInvalidArgument)
 	}
 }
+
+// isFabric reports whether t travels through libfabric: TransportIB (the network:
+// MSCCLPP_NET_PROVIDER, else the best provider the machine offers) and TransportSHM (the shm
+// provider, processes of one host). Peer memory of such a transport is reached through the
+// connection by its key, never mapped here.
+func isFabric(t Transport) bool { return t == TransportIB || t == TransportSHM }
 
 // CheckTransport refuses unknown transports (ErrInvalidArgument) and the libfabric ones where
 // libfabric cannot be loaded or offers no provider for them (ErrTransportUnavailable), naming

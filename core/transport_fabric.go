@@ -14,10 +14,88 @@ import (
 	"github.com/mscclpp-go/mscclpp/internal/logging"
 )
 
-// isFabric reports whether t travels through libfabric: TransportIB (the network:
-// MSCCLPP_NET_PROVIDER, else the best provider the machine offers) and TransportSHM (the shm
-// provider, processes of one host).
-func isFabric(t Transport) bool { return t == TransportIB || t == TransportSHM }
+// libfabric is the transport of TransportIB and TransportSHM: each context opens one libfabric
+// endpoint per transport (fabricNet) on first use; host memory is registered with it and peers
+// write into it by its key; GPU memory goes staged through host buffers (transport_staged.go).
+type libfabric struct{ t Transport }
+
+func (l libfabric) address(c *Context, cfg EndpointConfig) (string, error) {
+	n, err := c.fabric(l.t, gpuOrdinal(cfg.Device))
+	if err != nil {
+		return "", err
+	}
+	addr, err := n.ep.Address()
+	if err != nil {
+		return "", err
+	}
+	if len(addr) > maxAddressBytes {
+		return "", fmt.Errorf("the %s address has %d bytes, endpoints carry %d: %w", n.ep.Provider(), len(addr), maxAddressBytes, ErrTransportUnavailable)
+	}
+	return string(addr), nil
+}
+
+func (l libfabric) register(c *Context, ptr cuda.DevicePtr, size uint64, ordinal int) (RegisteredMemory, error) {
+	if ordinal >= 0 {
+		return l.registerStaged(c, ptr, size, ordinal)
+	}
+	n, err := c.fabric(l.t, -1)
+	if err != nil {
+		return RegisteredMemory{}, err
+	}
+	h, err := n.register(ptr, size)
+	if err != nil {
+		return RegisteredMemory{}, err
+	}
+	return RegisteredMemory{
+		data: ptr, size: size, transport: l.t, origin: thisProcess(),
+		addr: ptr, handle: h, mappedOn: notMapped,
+	}, nil
+}
+
+func (l libfabric) deregister(c *Context, m RegisteredMemory) error {
+	if isStaged(m) {
+		return fmt.Errorf("GPU memory staged over %v stays registered until the context closes: %w", l.t, errs.ErrInvalidArgument)
+	}
+	n := c.fabrics[l.t]
+	if n == nil {
+		return fmt.Errorf("not registered by this context: %w", errs.ErrInvalidUsage)
+	}
+	return n.deregister(m)
+}
+
+func (l libfabric) open(cuda.IpcMemHandle) (cuda.DevicePtr, error) {
+	return 0, fmt.Errorf("memory over %v is reached through the connection by its key, never mapped: %w", l.t, ErrTransportUnavailable)
+}
+
+func (l libfabric) unmap(cuda.DevicePtr) error {
+	return fmt.Errorf("memory over %v is never mapped: %w", l.t, errs.ErrInternal)
+}
+
+func (l libfabric) checkPeers(local, remote Endpoint, here origin) error {
+	switch {
+	case local.config.Device.Type != remote.config.Device.Type:
+		return fmt.Errorf("%v connects two CPU endpoints (host memory) or two GPU endpoints (GPU memory, staged through host buffers), not %v to %v: %w",
+			l.t, local.config.Device.Type, remote.config.Device.Type, errs.ErrInvalidArgument)
+	case remote.address == "":
+		return fmt.Errorf("the remote endpoint has no address: %w", errs.ErrInvalidArgument)
+	case l.t == TransportSHM && !remote.origin.sameHost(here):
+		return fmt.Errorf("shared memory needs both ends on one host; the remote endpoint is on host %016x, this is host %016x: %w", remote.origin.host, here.host, ErrDifferentHost)
+	}
+	return nil
+}
+
+// connect adds the remote endpoint's address to the context's endpoint; GPU endpoints get a
+// staged data path.
+func (l libfabric) connect(c *Context, local, remote Endpoint) (link, error) {
+	n, err := c.fabric(l.t, gpuOrdinal(local.config.Device))
+	if err != nil {
+		return nil, err
+	}
+	if local.config.Device.Type == DeviceGPU {
+		return n.connectStaged(remote)
+	}
+	return n.connect(remote)
+}
 
 // fabricNet is a context's libfabric endpoint for one transport: the endpoint its Endpoints name,
 // the memory registered with it, and the goroutine that keeps it progressing (providers with

@@ -171,6 +171,35 @@ type stagedLink struct {
 	peer fabric.Peer
 }
 
+// registerStaged registers size bytes of device memory at ptr on GPU ordinal: peers write into
+// it through staged messages. c.mu is held.
+func (l libfabric) registerStaged(c *Context, ptr cuda.DevicePtr, size uint64, ordinal int) (RegisteredMemory, error) {
+	g, err := c.gpu(ordinal)
+	if err != nil {
+		return RegisteredMemory{}, err
+	}
+	var base cuda.DevicePtr
+	if err := g.do(func() error {
+		var err error
+		base, err = allocationBase(ptr, size)
+		return err
+	}); err != nil {
+		return RegisteredMemory{}, fmt.Errorf("GPU %d: %w", ordinal, err)
+	}
+	n, err := c.fabric(l.t, ordinal)
+	if err != nil {
+		return RegisteredMemory{}, err
+	}
+	h, err := n.registerStaged(ptr, size, ordinal)
+	if err != nil {
+		return RegisteredMemory{}, err
+	}
+	return RegisteredMemory{
+		data: ptr, size: size, transport: l.t, origin: thisProcess(), device: ordinal,
+		addr: ptr, handle: h, offset: uint64(ptr - base), mappedOn: notMapped,
+	}, nil
+}
+
 // connectStaged adds the remote endpoint's address and returns a staged data path to it.
 func (n *fabricNet) connectStaged(remote Endpoint) (link, error) {
 	if err := n.enableStaged(); err != nil {
