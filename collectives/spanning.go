@@ -31,8 +31,9 @@ import (
 // the data across hosts, the host's ranks in parallel. Otherwise every rank exchanges its host's
 // whole result with one rank of every other host (the rank with its local index, modulo that
 // host's size). Either way the hosts' results are reduced in host order, so every rank computes
-// the same bits; avg sums and divides once at the end. ReduceScatter is an AllReduce into a
-// temporary buffer. AllGather swaps parts between ranks of the same local index, then gathers
+// the same bits; avg sums and divides once at the end. ReduceScatter reduce-scatters inside the
+// host first, so that each rank sends only the blocks of its local index across (hosts of equal
+// size; else it is an AllReduce into a temporary buffer). AllGather swaps parts between ranks of the same local index, then gathers
 // inside the host (hosts of equal size; else every part goes to every rank); Broadcast goes from
 // the root to one relay per host, then inside each host. SendRecv and
 // AlltoAll move the transfers with peers of this host on the local Comm's kernel and those with
@@ -404,9 +405,86 @@ func (s *spanning) freeScratch() error {
 	return s.pctx.Do(func() error { return cuda.MemFree(p) })
 }
 
-// reduceScatter runs ReduceScatter across hosts: an AllReduce of the whole input into a
-// temporary buffer, of which this rank keeps its part.
+// reduceScatter runs ReduceScatter across hosts. On hosts of equal size m it is hierarchical:
+// the input's blocks are arranged by local index (group i: the blocks of the ranks with local
+// index i, in host order), the local Comm reduce-scatters the groups (local rank i gets its
+// host's sum of group i), local rank i sends block h of its group to local rank i of host h and
+// takes block me from each of them, and the hosts' contributions are reduced in host order: each
+// rank sends (hosts-1) blocks across hosts. On hosts of different sizes it is an AllReduce of the
+// whole input into a temporary buffer, of which this rank keeps its part.
 func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt DataType, op Op, str cuda.Stream) error {
+	me := s.hostOf[s.rank]
+	m := len(s.hosts[me])
+	if m == 1 || !equalHosts(s.hosts) {
+		return s.reduceScatterFlat(send, recv, recvCount, dt, op, str)
+	}
+	localOp := op
+	if op == Avg {
+		localOp = Sum
+	}
+	bytes := uint64(recvCount) * uint64(dt.Size())
+	nHosts := len(s.hosts)
+	groupBytes := bytes * uint64(nHosts)
+	i := slices.Index(s.hosts[me], s.rank)
+	// scratch: the groups (m of them, group j at j*groupBytes), then this rank's reduced group.
+	scratch, err := s.scratchOf(groupBytes*uint64(m) + groupBytes)
+	if err != nil {
+		return err
+	}
+	reduced := scratch + cuda.DevicePtr(groupBytes*uint64(m))
+	copies := make([]hostCopy, 0, s.nRanks)
+	for h, ranks := range s.hosts {
+		for j, r := range ranks {
+			copies = append(copies, hostCopy{scratch + cuda.DevicePtr(uint64(j)*groupBytes+uint64(h)*bytes), send + cuda.DevicePtr(uint64(r)*bytes), bytes})
+		}
+	}
+	if err := s.copiesAndWait(copies, str); err != nil {
+		return err
+	}
+	if err := s.local.ReduceScatter(scratch, reduced, recvCount*nHosts, dt, localOp, str); err != nil {
+		return fmt.Errorf("inside host %d: %w", me, err)
+	}
+	// staging: the group's blocks for the other hosts, then one slot per host for the blocks
+	// that make this rank's result (this host's own in slot me).
+	st, err := s.stage(2 * groupBytes)
+	if err != nil {
+		return err
+	}
+	out := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
+	in := func(h int) []byte { return st.b[groupBytes+uint64(h)*bytes : groupBytes+uint64(h+1)*bytes] }
+	if err := s.copiesAndWait([]hostCopy{
+		{hostPtr(st, 0), reduced, groupBytes},
+		{hostPtr(st, groupBytes+uint64(me)*bytes), reduced + cuda.DevicePtr(uint64(me)*bytes), bytes},
+	}, str); err != nil {
+		return err
+	}
+	var ts transferSet
+	for h, ranks := range s.hosts {
+		if h != me {
+			ts.send(ranks[i], out(h))
+			ts.recv(ranks[i], in(h))
+		}
+	}
+	if err := s.links.exchange(context.Background(), ts.list); err != nil {
+		return err
+	}
+	acc := in(0)
+	for h := 1; h < nHosts; h++ {
+		if err := reduceInto(dt, localOp, acc, in(h)); err != nil {
+			return err
+		}
+	}
+	if op == Avg {
+		if err := divideBy(dt, acc, s.nRanks); err != nil {
+			return err
+		}
+	}
+	return s.copyAndWait(recv, hostPtr(st, groupBytes), bytes, str)
+}
+
+// reduceScatterFlat runs ReduceScatter across hosts of different sizes: an AllReduce of the whole
+// input into a temporary buffer, of which this rank keeps its part.
+func (s *spanning) reduceScatterFlat(send, recv cuda.DevicePtr, recvCount int, dt DataType, op Op, str cuda.Stream) error {
 	bytes := uint64(recvCount) * uint64(dt.Size())
 	var tmp cuda.DevicePtr
 	if err := s.pctx.Do(func() error {
