@@ -458,14 +458,7 @@ func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt Da
 	}, str); err != nil {
 		return err
 	}
-	var ts transferSet
-	for h, ranks := range s.hosts {
-		if h != me {
-			ts.send(ranks[i], out(h))
-			ts.recv(ranks[i], in(h))
-		}
-	}
-	if err := s.links.exchange(context.Background(), ts.list); err != nil {
+	if err := s.swapByIndex(i, out, in); err != nil {
 		return err
 	}
 	acc := in(0)
@@ -480,6 +473,20 @@ func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt Da
 		}
 	}
 	return s.copyAndWait(recv, hostPtr(st, groupBytes), bytes, str)
+}
+
+// swapByIndex sends out(h) to the rank of local index i on every other host h and receives
+// that rank's bytes into in(h), over the links.
+func (s *spanning) swapByIndex(i int, out, in func(h int) []byte) error {
+	me := s.hostOf[s.rank]
+	var ts transferSet
+	for h, ranks := range s.hosts {
+		if h != me {
+			ts.send(ranks[i], out(h))
+			ts.recv(ranks[i], in(h))
+		}
+	}
+	return s.links.exchange(context.Background(), ts.list)
 }
 
 // reduceScatterFlat runs ReduceScatter across hosts of different sizes: an AllReduce of the whole
@@ -523,14 +530,7 @@ func (s *spanning) allGather(send, recv cuda.DevicePtr, sendCount int, dt DataTy
 		return err
 	}
 	part := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
-	var ts transferSet
-	for h, ranks := range s.hosts {
-		if h != me {
-			ts.send(ranks[i], part(me))
-			ts.recv(ranks[i], part(h))
-		}
-	}
-	if err := s.links.exchange(context.Background(), ts.list); err != nil {
+	if err := s.swapByIndex(i, func(int) []byte { return part(me) }, part); err != nil {
 		return err
 	}
 	// scratch holds, per local index j, the parts of local index j of every host, in host order.
