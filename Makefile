@@ -148,7 +148,7 @@ fabric-test:
 # target with a bare "context deadline exceeded" as the time runs out (golang/go#75804, fixed in
 # Go 1.27), although no failing input was found. 100000 runs take a few seconds here.
 FUZZTIME ?= 100000x
-FUZZ_PKGS ?= ./core/bootstrap ./core
+FUZZ_PKGS ?= ./core/bootstrap ./core ./core/legacy
 fuzz: ## run each fuzz target briefly
 	@for pkg in $(FUZZ_PKGS); do \
 		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \

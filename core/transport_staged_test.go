@@ -16,6 +16,7 @@ import (
 	"github.com/mscclpp-go/mscclpp/core/errs"
 	"github.com/mscclpp-go/mscclpp/core/fabric"
 	"github.com/mscclpp-go/mscclpp/internal/config"
+	"github.com/mscclpp-go/mscclpp/internal/logging"
 	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
 
@@ -248,4 +249,39 @@ func TestStagedBothWays(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzHandleStaged: a staged message is bytes from a peer. Whatever they are, the handler either
+// refuses them with ErrRemote, changing nothing, or applies them inside the registered memory
+// they name: never a panic, never a byte outside it.
+func FuzzHandleStaged(f *testing.F) {
+	const key, lo, size = 0x1234, 64, 256
+	msg := func(op uint32, k, off, arg uint64, payload []byte) []byte {
+		b := make([]byte, stagedHeaderBytes, stagedHeaderBytes+len(payload))
+		putStagedHeader(b, op, k, off, arg)
+		return append(b, payload...)
+	}
+	f.Add(msg(stagedData, key, 0, 4, []byte{1, 2, 3, 4}))
+	f.Add(msg(stagedData, key, size-2, 4, []byte{1, 2, 3, 4}))
+	f.Add(msg(stagedValue, key, 8, 42, nil))
+	f.Add(msg(stagedValue, key, size-8, 42, nil))
+	f.Add(msg(stagedValue, key+1, 0, 42, nil))
+	f.Add(msg(stagedData, key, 1<<63, 4, []byte{1, 2, 3, 4}))
+	f.Add(msg(3, key, 0, 0, nil))
+	f.Add([]byte("short"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		mem := make([]byte, 2*lo+size) // the region is mem[lo:lo+size]; the rest must not change
+		staging := &hostStaging{mem: [][]byte{mem}}
+		n := &fabricNet{transport: TransportSHM, log: logging.Logger(), copier: staging,
+			staged: map[uint64]stagedRegion{key: {addr: ptrOf(mem[lo:]), size: size}}}
+		err := n.handleStaged(b)
+		if err != nil {
+			require.ErrorIs(t, err, errs.ErrRemote)
+			assert.Equal(t, make([]byte, len(mem)), mem, "a refused message changes nothing")
+			assert.Equal(t, err, n.rejection())
+			return
+		}
+		assert.Equal(t, make([]byte, lo), mem[:lo], "no byte before the region")
+		assert.Equal(t, make([]byte, lo), mem[lo+size:], "no byte after the region")
+	})
 }
