@@ -152,6 +152,8 @@ type Endpoint struct {
 	valueBusy [valueSlots]bool // slot read by a write that has not completed
 	valueNext uint64           // the slot WriteValue tries next
 
+	polled *pollBuffers // poll's buffers, kept so that a poll allocates nothing (e.mu)
+
 	msgs    *messages  // set by EnableMessages
 	deliver sync.Mutex // held while messages are handed to the handler, so that they go in order
 }
@@ -205,6 +207,7 @@ func Open(provider, domain string) (*Endpoint, error) {
 		domain:   C.GoString(C.mscclpp_fab_domain_name(c)),
 		virtAddr: C.mscclpp_fab_virt_addr(c) != 0,
 		maxMsg:   uint64(C.mscclpp_fab_max_msg(c)),
+		polled:   new(pollBuffers),
 	}
 	if e.maxMsg == 0 {
 		e.maxMsg = 1 << 30
@@ -391,7 +394,7 @@ func (e *Endpoint) postWith(peer Peer, src *Region, srcOff uint64, dst Remote, d
 	if e.virtAddr {
 		raddr = dst.Addr + dstOff
 	}
-	if err := e.retry("fi_write", fmt.Sprintf("a write of %d bytes to peer %d", n, peer), func() C.ssize_t {
+	if err := e.retry("fi_write", func() string { return fmt.Sprintf("a write of %d bytes to peer %d", n, peer) }, func() C.ssize_t {
 		return C.mscclpp_fab_write(e.c, C.uint64_t(src.Addr+srcOff), C.size_t(n), src.mr, C.uint64_t(peer),
 			C.uint64_t(raddr), C.uint64_t(dst.Key), C.uint64_t(ctx))
 	}); err != nil {
@@ -417,11 +420,18 @@ func (e *Endpoint) Progress() error {
 	return e.deliverMessages()
 }
 
+// pollBuffers are what one poll of the completion queue fills: the completions' contexts and
+// lengths, and an error's text.
+type pollBuffers struct {
+	ctxs, lens [64]C.uint64_t
+	msg        [256]C.char
+}
+
 // poll reads completions: of writes and sends (counted, their source slots freed) and of
 // messages received (queued for deliverMessages). e.mu is held.
 func (e *Endpoint) poll() error {
-	var ctxs, lens [64]C.uint64_t
-	var msg [256]C.char
+	b := e.polled
+	ctxs, lens, msg := b.ctxs[:], b.lens[:], b.msg[:]
 	for {
 		n := C.mscclpp_fab_poll(e.c, &ctxs[0], &lens[0], C.size_t(len(ctxs)), &msg[0], C.size_t(len(msg)))
 		if n < 0 {

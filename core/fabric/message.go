@@ -150,7 +150,7 @@ func (m *messages) free() {
 func (e *Endpoint) postRecv(slot uint64) error {
 	m := e.msgs
 	addr := m.recv.Addr + slot*m.cfg.SlotBytes
-	if err := e.retry("fi_recv", "a receive buffer", func() C.ssize_t {
+	if err := e.retry("fi_recv", func() string { return "a receive buffer" }, func() C.ssize_t {
 		return C.mscclpp_fab_recv(e.c, C.uint64_t(addr), C.size_t(m.cfg.SlotBytes), m.recv.mr, C.uint64_t(recvContext|slot))
 	}); err != nil {
 		return err
@@ -189,7 +189,7 @@ func (p *patience) exhausted() bool {
 
 // retry calls post, the libfabric call op posting what, until the provider takes it,
 // progressing in between, for at most MSCCLPP_NET_TIMEOUT. e.mu is held.
-func (e *Endpoint) retry(op, what string, post func() C.ssize_t) error {
+func (e *Endpoint) retry(op string, what func() string, post func() C.ssize_t) error {
 	var wait patience
 	for {
 		if e.c == nil {
@@ -210,7 +210,7 @@ func (e *Endpoint) retry(op, what string, post func() C.ssize_t) error {
 		}
 		if wait.exhausted() {
 			return fmt.Errorf("%v: %s was not taken within %v (MSCCLPP_NET_TIMEOUT; does the peer still progress?): %w",
-				e, what, config.NetTimeout.Get(), ErrTimedOut)
+				e, what(), config.NetTimeout.Get(), ErrTimedOut)
 		}
 	}
 }
@@ -238,7 +238,7 @@ func (e *Endpoint) Send(peer Peer, fill func(buf []byte) (int, error)) error {
 		return err
 	}
 	addr := m.send.Addr + slot*m.cfg.SlotBytes
-	if err := e.retry("fi_send", fmt.Sprintf("a message of %d bytes to peer %d", n, peer), func() C.ssize_t {
+	if err := e.retry("fi_send", func() string { return fmt.Sprintf("a message of %d bytes to peer %d", n, peer) }, func() C.ssize_t {
 		return C.mscclpp_fab_send(e.c, C.uint64_t(addr), C.size_t(n), m.send.mr, C.uint64_t(peer), C.uint64_t(sendContext|slot))
 	}); err != nil {
 		m.sendBusy[slot] = false
