@@ -45,9 +45,10 @@ var ErrTransportUnavailable = errs.New(errs.ErrInvalidUsage, "transport not avai
 // checks every transport shares, and calls its transport for the transport's own part. Two
 // implement it: cudaIPC (transport_cudaipc.go: GPUs of one host map each other's memory) and
 // libfabric (transport_fabric.go, host memory registered with a libfabric endpoint and reached
-// by its key; transport_staged.go, GPU memory staged through host buffers). Every method runs
-// with the asking context's mu held; driver calls inside make the GPU's context current
-// themselves (contextGPU.do).
+// by its key; transport_staged.go, GPU memory staged through host buffers). The methods that
+// take the asking context run with its mu held and make a GPU's context current themselves
+// where they call the driver (contextGPU.do); open and unmap run with it current already;
+// checkPeers looks only at the endpoints.
 type transport interface {
 	// address returns what an endpoint of cfg carries for its peers to reach it: the libfabric
 	// endpoint's address, or "" where the endpoint's process and GPU say it all (CUDA IPC).
