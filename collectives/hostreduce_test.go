@@ -181,6 +181,31 @@ func TestShardPeers(t *testing.T) {
 	}
 }
 
+// TestByLocalIndex: the order in which the hierarchical ReduceScatter arranges its blocks and the
+// hierarchical AllGather receives its parts: every rank once, group j (positions j*hosts to
+// (j+1)*hosts-1) the ranks of local index j in host order.
+func TestByLocalIndex(t *testing.T) {
+	for _, tc := range []struct {
+		hashes []uint64
+		want   []int
+	}{
+		{[]uint64{1, 2}, []int{0, 1}},
+		{[]uint64{1, 1, 2, 2}, []int{0, 2, 1, 3}},
+		{[]uint64{1, 2, 1, 2}, []int{0, 1, 2, 3}},
+		{[]uint64{3, 3, 4, 4, 5, 5}, []int{0, 2, 4, 1, 3, 5}},
+		{[]uint64{7, 8, 9, 7, 8, 9}, []int{0, 1, 2, 3, 4, 5}},
+	} {
+		hostOf, hosts := hostsOf(tc.hashes)
+		order := byLocalIndex(hosts)
+		assert.Equal(t, tc.want, order, "hosts %v", hosts)
+		for p, r := range order {
+			j, h := p/len(hosts), p%len(hosts)
+			assert.Equal(t, h, hostOf[r], "position %d", p)
+			assert.Equal(t, j, slices.Index(hosts[h], r), "position %d", p)
+		}
+	}
+}
+
 // TestSpanningSetupFails: four ranks of two "hosts" (hashes given, ranks alternating) build the
 // spanning path's per-host bootstraps (each host's first rank runs the root and sends its id to
 // the others over the job's bootstrap); the local Comm then fails on this machine (no GPU here,

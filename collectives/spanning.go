@@ -432,11 +432,9 @@ func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt Da
 		return err
 	}
 	reduced := scratch + cuda.DevicePtr(groupBytes*uint64(m))
-	copies := make([]hostCopy, 0, s.nRanks)
-	for h, ranks := range s.hosts {
-		for j, r := range ranks {
-			copies = append(copies, hostCopy{scratch + cuda.DevicePtr(uint64(j)*groupBytes+uint64(h)*bytes), send + cuda.DevicePtr(uint64(r)*bytes), bytes})
-		}
+	copies := make([]hostCopy, s.nRanks)
+	for p, r := range byLocalIndex(s.hosts) { // group j is positions j*nHosts to (j+1)*nHosts-1
+		copies[p] = hostCopy{scratch + cuda.DevicePtr(uint64(p)*bytes), send + cuda.DevicePtr(uint64(r)*bytes), bytes}
 	}
 	if err := s.copiesAndWait(copies, str); err != nil {
 		return err
@@ -473,6 +471,20 @@ func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt Da
 		}
 	}
 	return s.copyAndWait(recv, hostPtr(st, groupBytes), bytes, str)
+}
+
+// byLocalIndex lists the ranks of hosts of equal size by local index, then host: position
+// j*len(hosts)+h holds rank j of host h. The hierarchical ReduceScatter arranges its input's blocks
+// in this order (group j: the blocks of every host's rank j), and the hierarchical AllGather's
+// local gather leaves the parts in it.
+func byLocalIndex(hosts [][]int) []int {
+	order := make([]int, 0, len(hosts)*len(hosts[0]))
+	for j := range hosts[0] {
+		for _, ranks := range hosts {
+			order = append(order, ranks[j])
+		}
+	}
+	return order
 }
 
 // swapByIndex sends out(h) to the rank of local index i on every other host h and receives
@@ -546,10 +558,8 @@ func (s *spanning) allGather(send, recv cuda.DevicePtr, sendCount int, dt DataTy
 		return fmt.Errorf("inside host %d: %w", me, err)
 	}
 	copies := make([]hostCopy, s.nRanks)
-	for r := range s.nRanks {
-		h := s.hostOf[r]
-		j := uint64(slices.Index(s.hosts[h], r))
-		copies[r] = hostCopy{recv + cuda.DevicePtr(uint64(r)*bytes), scratch + cuda.DevicePtr((j*nHosts+uint64(h))*bytes), bytes}
+	for p, r := range byLocalIndex(s.hosts) {
+		copies[p] = hostCopy{recv + cuda.DevicePtr(uint64(r)*bytes), scratch + cuda.DevicePtr(uint64(p)*bytes), bytes}
 	}
 	return s.copiesAndWait(copies, str)
 }
