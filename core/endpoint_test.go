@@ -1,13 +1,13 @@
 package core
 
 import (
-	"github.com/mscclpp-go/mscclpp/internal/config"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mscclpp-go/mscclpp/core/errs"
+	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
 func TestEndpointRoundTrip(t *testing.T) {

@@ -3,9 +3,9 @@ package legacy
 import (
 	"context"
 	"fmt"
-	"github.com/mscclpp-go/mscclpp/core"
 	"slices"
 
+	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
 )
