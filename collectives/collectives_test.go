@@ -202,10 +202,11 @@ func TestChooseWithinMaxGrid(t *testing.T) {
 	}
 }
 
-// TestAgreeMaxGrid: every rank gets the same limit, maxBlocks or less where a GPU has fewer SMs
-// for each rank it runs or a rank asks for less, at least 2, and learns how many ranks share its
-// GPU; over a real TCP bootstrap. A GPU is named by a letter here (its id), its SM count beside it.
-func TestAgreeMaxGrid(t *testing.T) {
+// TestMaxGrid: every rank gets the same limit, maxBlocks or less where a GPU has fewer SMs for
+// each rank it runs or a rank asks for less, at least 2, and learns how many ranks share its GPU;
+// the identities exchanged over a real TCP bootstrap (exchangeRanks), each rank's host coming
+// back as sent. A GPU is named by a letter here (its id), its SM count beside it.
+func TestMaxGrid(t *testing.T) {
 	gpu := func(id byte, sms int) gpuIdentity { return gpuIdentity{id: uint64(id), sms: sms} }
 	a, b, c, d := gpu('a', 132), gpu('b', 132), gpu('c', 114), gpu('d', 100)
 	tests := []struct {
@@ -240,9 +241,15 @@ func TestAgreeMaxGrid(t *testing.T) {
 				if tt.limits != nil {
 					limit = tt.limits[r]
 				}
-				var err error
-				grids[r], sharing[r], err = agreeMaxGrid(ctx, b, tt.gpus[r], limit)
-				return err
+				ranks, err := exchangeRanks(ctx, b, rankIdentity{host: uint64(100 + r%2), gpu: tt.gpus[r], limit: limit})
+				if err != nil {
+					return err
+				}
+				for q, id := range ranks {
+					assert.Equal(t, uint64(100+q%2), id.host, "rank %d's host as rank %d sees it", q, r)
+				}
+				grids[r], sharing[r] = maxGridOf(ranks, r)
+				return nil
 			})
 			for r := range n {
 				require.NoError(t, failed[r], "rank %d", r)

@@ -35,7 +35,7 @@ type Comm struct {
 	nRanks int
 	device int
 	pctx   cuda.Context
-	// maxGrid is the most blocks a call launches, the same on every rank (agreeMaxGrid).
+	// maxGrid is the most blocks a call launches, the same on every rank (maxGridOf).
 	maxGrid int
 	log     *slog.Logger
 
@@ -126,28 +126,24 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 			err = errors.Join(fmt.Errorf("%s: %w", what, err), c.release())
 		}
 	}(c)
-	if c.nRanks > 1 {
-		hashes, err := gatherHosts(ctx, b)
-		if err != nil {
-			return nil, err
-		}
-		if slices.ContainsFunc(hashes, func(h uint64) bool { return h != hashes[0] }) {
-			if c.span, err = newSpanning(ctx, b, comm.Context(), device, hashes, c.pctx); err != nil {
-				return nil, err
-			}
-			c.log.Info("collective communicator ready across hosts", "gpu", device, "ranks", c.nRanks,
-				"hosts", len(c.span.hosts), "ranksOnThisHost", c.span.local.nRanks)
-			return c, nil
-		}
-	}
 	gpu, err := identifyGPU(dev)
 	if err != nil {
 		return nil, err
 	}
-	var sharing int
-	if c.maxGrid, sharing, err = agreeMaxGrid(ctx, b, gpu, int(config.CollMaxBlocks.Get())); err != nil {
+	ranks, err := exchangeRanks(ctx, b, rankIdentity{host: core.HostHash(), gpu: gpu, limit: int(config.CollMaxBlocks.Get())})
+	if err != nil {
 		return nil, err
 	}
+	if hashes := hostHashes(ranks); slices.ContainsFunc(hashes, func(h uint64) bool { return h != hashes[0] }) {
+		if c.span, err = newSpanning(ctx, b, comm.Context(), device, hashes, c.pctx); err != nil {
+			return nil, err
+		}
+		c.log.Info("collective communicator ready across hosts", "gpu", device, "ranks", c.nRanks,
+			"hosts", len(c.span.hosts), "ranksOnThisHost", c.span.local.nRanks)
+		return c, nil
+	}
+	var sharing int
+	c.maxGrid, sharing = maxGridOf(ranks, c.rank)
 	if sharing > 1 {
 		c.log.Warn("ranks share this GPU: each call launches at most maxGrid blocks so that every rank's blocks "+
 			"fit at once; their kernels run side by side only under MPS (otherwise the driver takes turns "+
@@ -183,14 +179,14 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 	return c, nil
 }
 
-// allGatherer is the part of a bootstrap that agreeMaxGrid uses (*bootstrap.TCP is one).
+// allGatherer is the part of a bootstrap that exchangeRanks uses (*bootstrap.TCP is one).
 type allGatherer interface {
 	Rank() int
 	Size() int
 	AllGather(ctx context.Context, buf []byte, bytesPerRank int) error
 }
 
-// gpuIdentity is what agreeMaxGrid learns of a rank's GPU: which GPU it is (a hash of the host's
+// gpuIdentity is what New learns of every rank's GPU: which GPU it is (a hash of the host's
 // identity and the GPU's PCI address, equal for ranks on the same GPU) and its SM count.
 type gpuIdentity struct {
 	id  uint64
@@ -215,42 +211,70 @@ func identifyGPU(dev cuda.Device) (gpuIdentity, error) {
 	return gpuIdentity{id: h.Sum64(), sms: sms}, nil
 }
 
-// agreeMaxGrid returns the grid limit of every call, the same on every rank, and how many ranks
-// share this rank's GPU (1 when it has its own). The blocks of a call wait on each other (and
-// on the same blocks of the peers), so they must all be resident at once, and a block of the
-// round kernels fills an SM's registers: the limit is maxBlocks, or less where a GPU has fewer
-// SMs for each rank it runs (its SM count divided by the ranks on it), or where a rank asks for
-// less (limit, MSCCLPP_COLL_MAX_BLOCKS; 0 for none), but at least 2. Collective: every rank
-// calls it.
-func agreeMaxGrid(ctx context.Context, b allGatherer, gpu gpuIdentity, limit int) (grid, sharing int, err error) {
-	const idBytes, smsBytes, limitBytes = 8, 4, 4
-	const record = idBytes + smsBytes + limitBytes
+// rankIdentity is what New learns of every rank, in one exchange: its host (core.HostHash), its
+// GPU, and the grid limit it asks for (MSCCLPP_COLL_MAX_BLOCKS; 0 for none).
+type rankIdentity struct {
+	host  uint64
+	gpu   gpuIdentity
+	limit int
+}
+
+// exchangeRanks all-gathers every rank's identity. Collective: every rank calls it.
+func exchangeRanks(ctx context.Context, b allGatherer, me rankIdentity) ([]rankIdentity, error) {
+	const hostBytes, idBytes, smsBytes, limitBytes = 8, 8, 4, 4
+	const record = hostBytes + idBytes + smsBytes + limitBytes
 	all := make([]byte, record*b.Size())
 	mine := all[record*b.Rank():]
-	binary.LittleEndian.PutUint64(mine, gpu.id)
-	binary.LittleEndian.PutUint32(mine[idBytes:], uint32(gpu.sms))
-	binary.LittleEndian.PutUint32(mine[idBytes+smsBytes:], uint32(limit))
+	binary.LittleEndian.PutUint64(mine, me.host)
+	binary.LittleEndian.PutUint64(mine[hostBytes:], me.gpu.id)
+	binary.LittleEndian.PutUint32(mine[hostBytes+idBytes:], uint32(me.gpu.sms))
+	binary.LittleEndian.PutUint32(mine[hostBytes+idBytes+smsBytes:], uint32(me.limit))
 	if b.Size() > 1 {
 		if err := b.AllGather(ctx, all, record); err != nil {
-			return 0, 0, fmt.Errorf("exchange GPU identities: %w", err)
+			return nil, fmt.Errorf("exchange host and GPU identities: %w", err)
 		}
 	}
-	gpus := make([]gpuIdentity, b.Size())
-	ranksOn := make(map[uint64]int, len(gpus))
-	grid = maxBlocks
-	for r := range gpus {
+	ranks := make([]rankIdentity, b.Size())
+	for r := range ranks {
 		rec := all[record*r:]
-		gpus[r] = gpuIdentity{id: binary.LittleEndian.Uint64(rec), sms: int(binary.LittleEndian.Uint32(rec[idBytes:]))}
-		ranksOn[gpus[r].id]++
-		if l := int(binary.LittleEndian.Uint32(rec[idBytes+smsBytes:])); l > 0 {
-			grid = min(grid, l)
+		ranks[r] = rankIdentity{
+			host:  binary.LittleEndian.Uint64(rec),
+			gpu:   gpuIdentity{id: binary.LittleEndian.Uint64(rec[hostBytes:]), sms: int(binary.LittleEndian.Uint32(rec[hostBytes+idBytes:]))},
+			limit: int(binary.LittleEndian.Uint32(rec[hostBytes+idBytes+smsBytes:])),
 		}
 	}
-	for _, g := range gpus {
-		grid = min(grid, g.sms/ranksOn[g.id])
+	return ranks, nil
+}
+
+// hostHashes lists every rank's host.
+func hostHashes(ranks []rankIdentity) []uint64 {
+	hashes := make([]uint64, len(ranks))
+	for r, id := range ranks {
+		hashes[r] = id.host
+	}
+	return hashes
+}
+
+// maxGridOf returns the grid limit of every call, the same on every rank, and how many ranks
+// share rank me's GPU (1 when it has its own). The blocks of a call wait on each other (and on
+// the same blocks of the peers), so they must all be resident at once, and a block of the round
+// kernels fills an SM's registers: the limit is maxBlocks, or less where a GPU has fewer SMs for
+// each rank it runs (its SM count divided by the ranks on it), or where a rank asks for less,
+// but at least 2.
+func maxGridOf(ranks []rankIdentity, me int) (grid, sharing int) {
+	ranksOn := make(map[uint64]int, len(ranks))
+	grid = maxBlocks
+	for _, id := range ranks {
+		ranksOn[id.gpu.id]++
+		if id.limit > 0 {
+			grid = min(grid, id.limit)
+		}
+	}
+	for _, id := range ranks {
+		grid = min(grid, id.gpu.sms/ranksOn[id.gpu.id])
 	}
 	// rsag_port and port need a reducing block and an issuing one.
-	return max(grid, 2), ranksOn[gpu.id], nil
+	return max(grid, 2), ranksOn[ranks[me].gpu.id]
 }
 
 // Rank and NRanks are this rank and the number of ranks.

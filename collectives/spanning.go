@@ -2,7 +2,6 @@ package collectives
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -107,20 +106,6 @@ func crossHostPeers(hosts [][]int, hostOf []int, rank int) (sendTo, recvFrom []i
 		}
 	}
 	return sendTo, recvFrom
-}
-
-// gatherHosts all-gathers every rank's host hash.
-func gatherHosts(ctx context.Context, b *bootstrap.TCP) ([]uint64, error) {
-	buf := make([]byte, 8*b.Size())
-	binary.LittleEndian.PutUint64(buf[8*b.Rank():], core.HostHash())
-	if err := b.AllGather(ctx, buf, 8); err != nil {
-		return nil, fmt.Errorf("exchange host ids: %w", err)
-	}
-	hashes := make([]uint64, b.Size())
-	for r := range hashes {
-		hashes[r] = binary.LittleEndian.Uint64(buf[8*r:])
-	}
-	return hashes, nil
 }
 
 // newSpanning builds the spanning path of rank b.Rank(): a bootstrap among the ranks of its host
