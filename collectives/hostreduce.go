@@ -2,6 +2,8 @@ package collectives
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/mscclpp-go/mscclpp/core/errs"
@@ -75,7 +77,7 @@ func reduceInto(dt DataType, op Op, dst, src []byte) error {
 	if !ok {
 		return fmt.Errorf("host reduction of %s: %w", dt, errs.ErrInvalidArgument)
 	}
-	ops.combine(dst, src, op)
+	inParts(len(dst), func(lo, hi int) { ops.combine(dst[lo:hi], src[lo:hi], op) })
 	return nil
 }
 
@@ -86,8 +88,34 @@ func divideBy(dt DataType, b []byte, n int) error {
 	if !ok {
 		return fmt.Errorf("host average of %s: %w", dt, errs.ErrInvalidArgument)
 	}
-	ops.divide(b, n)
+	inParts(len(b), func(lo, hi int) { ops.divide(b[lo:hi], n) })
 	return nil
+}
+
+// A host reduction of many bytes runs on up to hostReduceWorkers goroutines (and no more than
+// GOMAXPROCS), each taking at least hostReducePartBytes: the operations are element by element,
+// so the parts give the same bits as one pass. Ranks across hosts reduce up to a whole AllReduce
+// result on the CPU (a 128 MiB float32 sum took 25 ms on one core of the development VM).
+const (
+	hostReduceWorkers   = 8
+	hostReducePartBytes = 1 << 20
+)
+
+// inParts calls f on parts [lo, hi) covering [0, n), each but the last a multiple of 8 bytes
+// (whole elements of every type), at once on several goroutines when n is large, and returns
+// when all are done.
+func inParts(n int, f func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), hostReduceWorkers, n/hostReducePartBytes)
+	if workers <= 1 {
+		f(0, n)
+		return
+	}
+	part := (n/workers + 7) &^ 7
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += part {
+		wg.Go(func() { f(lo, min(lo+part, n)) })
+	}
+	wg.Wait()
 }
 
 type number interface {

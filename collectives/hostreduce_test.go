@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -81,6 +83,47 @@ func TestReduceInto(t *testing.T) {
 	}
 	assert.Error(t, reduceInto(Float8E4M3, Sum, []byte{1}, []byte{2}), "fp8 has no reduction")
 	assert.Error(t, reduceInto(Int32, Sum, make([]byte, 4), make([]byte, 8)), "lengths differ")
+}
+
+// TestHostReduceInParts: a reduction of several MiB, cut into parts on several goroutines, gives
+// the bytes of one pass over the whole (ops.combine and ops.divide called once), for every
+// reducible type; random bytes, so NaNs and wrapping integers included.
+func TestHostReduceInParts(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // parts on 4 goroutines even on a smaller machine
+	const n = 5*hostReducePartBytes + 24
+	rng := rand.New(rand.NewPCG(1, 2))
+	random := func() []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	for dt, ops := range hostReductions {
+		dst, src := random(), random()
+		want := slices.Clone(dst)
+		ops.combine(want, src, Max)
+		require.NoError(t, reduceInto(dt, Max, dst, src))
+		assert.True(t, slices.Equal(want, dst), "%s max", dt)
+		ops.divide(want, 7)
+		require.NoError(t, divideBy(dt, dst, 7))
+		assert.True(t, slices.Equal(want, dst), "%s divided", dt)
+	}
+}
+
+// BenchmarkHostReduce: the host side of a reduction across hosts, 64 MiB combined into 64 MiB.
+func BenchmarkHostReduce(b *testing.B) {
+	for _, dt := range []DataType{Float32, BFloat16} {
+		b.Run(dt.String(), func(b *testing.B) {
+			dst, src := make([]byte, 64<<20), make([]byte, 64<<20)
+			b.SetBytes(int64(len(dst)))
+			for b.Loop() {
+				if err := reduceInto(dt, Sum, dst, src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 func TestDivideBy(t *testing.T) {
