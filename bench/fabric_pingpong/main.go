@@ -37,7 +37,7 @@ import (
 var (
 	provider = flag.String("p", "tcp", "libfabric provider: tcp (the network transport) or shm (shared memory)")
 	sizesArg = flag.String("S", "8,1K,64K,1M,4M,16M,64M", "message sizes, comma-separated (K, M suffixes)")
-	iters    = flag.Int("I", 0, "iterations per size (0: 1000 up to 64 KiB, fewer above)")
+	iters    = flag.Int("I", 0, "iterations per size (0: 10000 up to 64 KiB, fewer above)")
 	noFI     = flag.Bool("no-fi", false, "do not run fi_pingpong")
 	list     = flag.Bool("list", false, "list the providers that offer what the transport needs, and exit")
 )
@@ -128,8 +128,8 @@ func itersFor(size int) int {
 		return *iters
 	}
 	switch {
-	case size <= 64<<10:
-		return 1000
+	case size <= 64<<10: // fi_pingpong's small-message time settles only after a few thousand
+		return 10000
 	case size <= 4<<20:
 		return 200
 	default:
