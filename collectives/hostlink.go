@@ -50,16 +50,6 @@ const (
 	linkFreedOff    = linkArrivedOff + 8
 )
 
-// Waiting: exchange polls without pause for linkSpinWait after the last chunk moved, then naps
-// between polls, from linkNapMin doubling to linkNapMax, so that a rank waiting for a late peer
-// does not hold a core (a nap delays a call by at most linkNapMax once its peer arrives; the
-// context's progress goroutine keeps the peers' writes landing meanwhile).
-const (
-	linkSpinWait = 200 * time.Microsecond
-	linkNapMin   = 2 * time.Microsecond
-	linkNapMax   = 100 * time.Microsecond
-)
-
 // The streams of a pair of ranks.
 const (
 	streamCollective = iota // the collectives' exchanges
@@ -248,7 +238,6 @@ func (h *hostLinks) exchange(ctx context.Context, ts []transfer) error {
 	}
 	timeout := config.NetTimeout.Get()
 	lastMove := time.Now()
-	nap := linkNapMin
 	b := h.comm.Bootstrap()
 	for spins := 0; ; spins++ {
 		moved, pending := false, false
@@ -290,15 +279,11 @@ func (h *hostLinks) exchange(ctx context.Context, ts []transfer) error {
 			break
 		}
 		if moved {
-			lastMove, nap = time.Now(), linkNapMin
+			lastMove = time.Now()
 			continue
 		}
 		if err := h.comm.Context().Progress(core.TransportIB); err != nil {
 			return fmt.Errorf("network progress: %w", err)
-		}
-		if time.Since(lastMove) > linkSpinWait {
-			time.Sleep(nap)
-			nap = min(2*nap, linkNapMax)
 		}
 		if spins%64 == 0 {
 			select {
