@@ -81,6 +81,30 @@ func reduceInto(dt DataType, op Op, dst, src []byte) error {
 	return nil
 }
 
+// combining is the operator that partial results of op combine with: avg sums (and divides once
+// at the end, reduceHosts).
+func combining(op Op) Op {
+	if op == Avg {
+		return Sum
+	}
+	return op
+}
+
+// reduceHosts reduces the hosts' contributions part(1) to part(nHosts-1) into part(0), in host
+// order, so that every rank computes the same bits; avg sums them, then divides by nRanks.
+func reduceHosts(dt DataType, op Op, nHosts int, part func(h int) []byte, nRanks int) error {
+	acc := part(0)
+	for h := 1; h < nHosts; h++ {
+		if err := reduceInto(dt, combining(op), acc, part(h)); err != nil {
+			return err
+		}
+	}
+	if op == Avg {
+		return divideBy(dt, acc, nRanks)
+	}
+	return nil
+}
+
 // divideBy finishes an average: every element of type dt in b divided by n, integers truncated
 // toward zero, float16 and bfloat16 divided in float32 and rounded once.
 func divideBy(dt DataType, b []byte, n int) error {

@@ -126,6 +126,20 @@ func BenchmarkHostReduce(b *testing.B) {
 	}
 }
 
+// TestReduceHosts: the hosts' parts reduced into the first in host order; avg sums, then divides
+// by the rank count (not the host count); max leaves no division.
+func TestReduceHosts(t *testing.T) {
+	parts := [][]byte{bytesOf[int32](1, -8), bytesOf[int32](5, 2), bytesOf[int32](9, -30)}
+	part := func(h int) []byte { return parts[h] }
+	require.NoError(t, reduceHosts(Int32, Avg, 3, part, 5))
+	assert.Equal(t, bytesOf[int32](3, -7), parts[0], "(1+5+9)/5, (-8+2-30)/5 truncated")
+	parts = [][]byte{bytesOf[int32](1, -8), bytesOf[int32](5, 2)}
+	require.NoError(t, reduceHosts(Int32, Max, 2, part, 5))
+	assert.Equal(t, bytesOf[int32](5, 2), parts[0])
+	assert.Equal(t, Sum, combining(Avg))
+	assert.Equal(t, Prod, combining(Prod))
+}
+
 func TestDivideBy(t *testing.T) {
 	tests := []struct {
 		name string

@@ -263,12 +263,8 @@ func hostPtr(st *staging, off uint64) cuda.DevicePtr {
 
 // allReduce runs AllReduce across hosts (see the comment at the top of this file).
 func (s *spanning) allReduce(send, recv cuda.DevicePtr, count int, dt DataType, op Op, str cuda.Stream) error {
-	localOp := op
-	if op == Avg {
-		localOp = Sum
-	}
 	me := s.hostOf[s.rank]
-	if err := s.local.AllReduce(send, recv, count, dt, localOp, str); err != nil {
+	if err := s.local.AllReduce(send, recv, count, dt, combining(op), str); err != nil {
 		return fmt.Errorf("inside host %d: %w", me, err)
 	}
 	m := len(s.hosts[me])
@@ -320,10 +316,6 @@ func shardPeers(hosts [][]int, me, i int) (sendTo, recvFrom []int) {
 // host), reduces the hosts' in host order (avg: then divides by the rank count), writes the
 // result to dst and waits for the stream.
 func (s *spanning) reduceAcross(src, dst cuda.DevicePtr, n int, dt DataType, op Op, sendTo, recvFrom []int, str cuda.Stream) error {
-	localOp := op
-	if op == Avg {
-		localOp = Sum
-	}
 	bytes := uint64(n) * uint64(dt.Size())
 	st, err := s.stage(bytes * uint64(len(s.hosts)))
 	if err != nil {
@@ -346,16 +338,8 @@ func (s *spanning) reduceAcross(src, dst cuda.DevicePtr, n int, dt DataType, op 
 	if err := s.links.exchange(context.Background(), ts.list); err != nil {
 		return err
 	}
-	acc := part(0)
-	for h := 1; h < len(s.hosts); h++ {
-		if err := reduceInto(dt, localOp, acc, part(h)); err != nil {
-			return err
-		}
-	}
-	if op == Avg {
-		if err := divideBy(dt, acc, s.nRanks); err != nil {
-			return err
-		}
+	if err := reduceHosts(dt, op, len(s.hosts), part, s.nRanks); err != nil {
+		return err
 	}
 	return s.copyAndWait(dst, hostPtr(st, 0), bytes, str)
 }
@@ -403,10 +387,6 @@ func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt Da
 	if m == 1 || !equalHosts(s.hosts) {
 		return s.reduceScatterFlat(send, recv, recvCount, dt, op, str)
 	}
-	localOp := op
-	if op == Avg {
-		localOp = Sum
-	}
 	bytes := uint64(recvCount) * uint64(dt.Size())
 	nHosts := len(s.hosts)
 	groupBytes := bytes * uint64(nHosts)
@@ -424,7 +404,7 @@ func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt Da
 	if err := s.copiesAndWait(copies, str); err != nil {
 		return err
 	}
-	if err := s.local.ReduceScatter(scratch, reduced, recvCount*nHosts, dt, localOp, str); err != nil {
+	if err := s.local.ReduceScatter(scratch, reduced, recvCount*nHosts, dt, combining(op), str); err != nil {
 		return fmt.Errorf("inside host %d: %w", me, err)
 	}
 	// staging: the group's blocks for the other hosts, then one slot per host for the blocks
@@ -444,16 +424,8 @@ func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt Da
 	if err := s.swapByIndex(i, out, in); err != nil {
 		return err
 	}
-	acc := in(0)
-	for h := 1; h < nHosts; h++ {
-		if err := reduceInto(dt, localOp, acc, in(h)); err != nil {
-			return err
-		}
-	}
-	if op == Avg {
-		if err := divideBy(dt, acc, s.nRanks); err != nil {
-			return err
-		}
+	if err := reduceHosts(dt, op, nHosts, in, s.nRanks); err != nil {
+		return err
 	}
 	return s.copyAndWait(recv, hostPtr(st, groupBytes), bytes, str)
 }
