@@ -92,7 +92,11 @@ func (l libfabric) connect(c *Context, local, remote Endpoint) (link, error) {
 		return nil, err
 	}
 	if local.config.Device.Type == DeviceGPU {
-		return n.connectStaged(remote)
+		g, err := c.gpu(local.config.Device.ID)
+		if err != nil {
+			return nil, err
+		}
+		return n.connectStaged(remote, g)
 	}
 	return n.connect(remote)
 }

@@ -58,13 +58,24 @@ type stagedRegion struct {
 	device int
 }
 
-// enableStaged turns on the endpoint's messages for staged GPU memory, once. n.mu is not held.
-func (n *fabricNet) enableStaged() error {
+// enableStaged turns on the endpoint's messages for staged GPU memory, once, with message
+// buffers in page-locked memory allocated on g (C memory when g is nil, as in the tests without
+// a GPU): the copy engine reads and writes page-locked memory directly, where pageable memory
+// costs the driver a second copy through buffers of its own. n.mu is not held.
+func (n *fabricNet) enableStaged(g *contextGPU) error {
 	n.stagedOnce.Do(func() {
-		n.stagedErr = n.ep.EnableMessages(fabric.MessageConfig{
+		cfg := fabric.MessageConfig{
 			SlotBytes: stagedHeaderBytes + stagedChunkBytes, RecvSlots: stagedRecvSlots, SendSlots: stagedSendSlots,
 			Handle: n.handleStaged, HandlerLabel: "staged GPU memory",
-		})
+		}
+		if g != nil {
+			cfg.Alloc = func(size uint64) (p unsafe.Pointer, err error) {
+				err = g.do(func() error { p, err = cuda.MemHostAlloc(int(size)); return err })
+				return p, err
+			}
+			cfg.Free = func(p unsafe.Pointer) error { return g.do(func() error { return cuda.MemFreeHost(p) }) }
+		}
+		n.stagedErr = n.ep.EnableMessages(cfg)
 		if n.stagedErr == nil {
 			n.log.Info("libfabric transport: GPU memory staged through host buffers", "transport", n.transport,
 				"provider", n.ep.Provider(), "chunk", stagedChunkBytes)
@@ -73,10 +84,10 @@ func (n *fabricNet) enableStaged() error {
 	return n.stagedErr
 }
 
-// registerStaged adds size bytes of GPU memory at ptr on device to the table peers write into,
-// and returns the handle they name it by: its key and size, and the staged mark.
-func (n *fabricNet) registerStaged(ptr cuda.DevicePtr, size uint64, device int) (cuda.IpcMemHandle, error) {
-	if err := n.enableStaged(); err != nil {
+// registerStaged adds size bytes of GPU memory at ptr on device (whose state is g) to the table
+// peers write into, and returns the handle they name it by: its key and size, and the staged mark.
+func (n *fabricNet) registerStaged(ptr cuda.DevicePtr, size uint64, device int, g *contextGPU) (cuda.IpcMemHandle, error) {
+	if err := n.enableStaged(g); err != nil {
 		return cuda.IpcMemHandle{}, err
 	}
 	n.mu.Lock()
@@ -190,7 +201,7 @@ func (l libfabric) registerStaged(c *Context, ptr cuda.DevicePtr, size uint64, o
 	if err != nil {
 		return RegisteredMemory{}, err
 	}
-	h, err := n.registerStaged(ptr, size, ordinal)
+	h, err := n.registerStaged(ptr, size, ordinal, g)
 	if err != nil {
 		return RegisteredMemory{}, err
 	}
@@ -200,9 +211,10 @@ func (l libfabric) registerStaged(c *Context, ptr cuda.DevicePtr, size uint64, o
 	}, nil
 }
 
-// connectStaged adds the remote endpoint's address and returns a staged data path to it.
-func (n *fabricNet) connectStaged(remote Endpoint) (link, error) {
-	if err := n.enableStaged(); err != nil {
+// connectStaged adds the remote endpoint's address and returns a staged data path to it from
+// this process's GPU whose state is g.
+func (n *fabricNet) connectStaged(remote Endpoint, g *contextGPU) (link, error) {
+	if err := n.enableStaged(g); err != nil {
 		return nil, err
 	}
 	peer, err := n.ep.AddPeer([]byte(remote.address))

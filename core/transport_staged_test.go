@@ -68,7 +68,7 @@ func stagedPair(t *testing.T, tr Transport, provider string, staging *hostStagin
 	t.Cleanup(func() { assert.NoError(t, receiver.close()) })
 	addr, err := receiver.ep.Address()
 	require.NoError(t, err)
-	l, err = sender.connectStaged(Endpoint{address: string(addr)})
+	l, err = sender.connectStaged(Endpoint{address: string(addr)}, nil)
 	require.NoError(t, err)
 	return sender, receiver, l
 }
@@ -77,7 +77,7 @@ func stagedPair(t *testing.T, tr Transport, provider string, staging *hostStagin
 // form and back, as a peer sees it.
 func stagedMemory(t *testing.T, n *fabricNet, b []byte) (mine, theirs RegisteredMemory) {
 	t.Helper()
-	h, err := n.registerStaged(ptrOf(b), uint64(len(b)), 0)
+	h, err := n.registerStaged(ptrOf(b), uint64(len(b)), 0, nil)
 	require.NoError(t, err)
 	mine = RegisteredMemory{data: ptrOf(b), size: uint64(len(b)), transport: n.transport, origin: thisProcess(),
 		addr: ptrOf(b), handle: h, mappedOn: notMapped}
@@ -211,7 +211,7 @@ func TestStagedBothWays(t *testing.T) {
 			a, b, ab := stagedPair(t, tr, provider, staging)
 			addr, err := a.ep.Address()
 			require.NoError(t, err)
-			ba, err := b.connectStaged(Endpoint{address: string(addr)})
+			ba, err := b.connectStaged(Endpoint{address: string(addr)}, nil)
 			require.NoError(t, err)
 			aSrc, _ := stagedMemory(t, a, bufs[0])
 			_, aDst := stagedMemory(t, a, bufs[1])

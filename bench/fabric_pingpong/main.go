@@ -6,7 +6,12 @@
 //
 //	go run ./bench/fabric_pingpong -p tcp -S 8,1M,4M,16M,64M
 //	go run ./bench/fabric_pingpong -p shm
+//	fabric_pingpong -p tcp -gpu -S 1M,4M,16M,64M   # also GPU memory, staged (needs a GPU)
 //
+// With -gpu the two ranks run a second time on GPU memory (rank r on GPU r % count), which the
+// transport stages through host buffers, and a third pair of columns shows that time beside the
+// host-memory one. The signal word is then GPU memory too, which the waiting rank reads with an
+// 8-byte copy per poll (about as long as a small message takes: compare from 1 MiB).
 // Each ping writes the message and then a signal word (UpdateAndSync) into the peer's memory;
 // the peer waits for the signal and answers the same way. The two processes are this program
 // run again as rank 0 and rank 1 of one bootstrap, separate hosts (MSCCLPP_HOSTID) for tcp.
@@ -21,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -39,6 +45,7 @@ var (
 	sizesArg = flag.String("S", "8,1K,64K,1M,4M,16M,64M", "message sizes, comma-separated (K, M suffixes)")
 	iters    = flag.Int("I", 0, "iterations per size (0: 10000 up to 64 KiB, fewer above)")
 	noFI     = flag.Bool("no-fi", false, "do not run fi_pingpong")
+	onGPU    = flag.Bool("gpu", false, "also measure GPU memory (staged through host buffers)")
 	list     = flag.Bool("list", false, "list the providers that offer what the transport needs, and exit")
 )
 
@@ -62,7 +69,7 @@ func main() {
 	}
 	if r := os.Getenv("FABRIC_PINGPONG_RANK"); r != "" {
 		rank, _ := strconv.Atoi(r)
-		if err := runRank(rank, sizes); err != nil {
+		if err := runRank(rank, sizes, os.Getenv("FABRIC_PINGPONG_GPU") == "1"); err != nil {
 			log.Fatalf("rank %d: %v", rank, err)
 		}
 		return
@@ -80,11 +87,21 @@ func main() {
 		fmt.Println("# fi_pingpong is not installed here (libfabric-bin): the fi_pp columns stay empty")
 	}
 	fmt.Printf("# fabric_pingpong: provider %s (%v), libfabric %d.%d, host %s, %s\n", *provider, transport, major, minor, host, time.Now().Format("2006-01-02"))
-	ours, err := runOurs()
+	ours, err := runOurs(false)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("%10s %8s | %12s %10s | %12s %10s | %8s\n", "bytes", "iters", "mscclpp us", "MB/s", "fi_pp us", "MB/s", "ours/fi")
+	var staged map[int]result
+	if *onGPU {
+		if staged, err = runOurs(true); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Printf("%10s %8s | %12s %10s | %12s %10s | %8s", "bytes", "iters", "mscclpp us", "MB/s", "fi_pp us", "MB/s", "ours/fi")
+	if *onGPU {
+		fmt.Printf(" | %12s %10s | %8s", "gpu us", "MB/s", "gpu/host")
+	}
+	fmt.Println()
 	for _, s := range sizes {
 		o := ours[s]
 		fiUS, fiMB := -1.0, -1.0
@@ -95,7 +112,11 @@ func main() {
 		if fiMB > 0 {
 			ratio = fmt.Sprintf("%.2f", o.us/fiUS)
 		}
-		fmt.Printf("%10d %8d | %12.2f %10.1f | %12.2f %10.1f | %8s\n", s, o.iters, o.us, float64(s)/o.us, fiUS, fiMB, ratio)
+		fmt.Printf("%10d %8d | %12.2f %10.1f | %12.2f %10.1f | %8s", s, o.iters, o.us, float64(s)/o.us, fiUS, fiMB, ratio)
+		if g, ok := staged[s]; ok {
+			fmt.Printf(" | %12.2f %10.1f | %8.2f", g.us, float64(s)/g.us, g.us/o.us)
+		}
+		fmt.Println()
 	}
 }
 
@@ -137,8 +158,8 @@ func itersFor(size int) int {
 	}
 }
 
-// runOurs starts the two ranks and collects rank 0's report.
-func runOurs() (map[int]result, error) {
+// runOurs starts the two ranks, on GPU memory or host memory, and collects rank 0's report.
+func runOurs(gpu bool) (map[int]result, error) {
 	root, err := bootstrap.NewRoot(bootstrap.Options{})
 	if err != nil {
 		return nil, err
@@ -151,6 +172,9 @@ func runOurs() (map[int]result, error) {
 		cmd := exec.Command(os.Args[0], os.Args[1:]...)
 		cmd.Env = append(os.Environ(), "FABRIC_PINGPONG_RANK="+strconv.Itoa(r), "FABRIC_PINGPONG_ROOT="+hex.EncodeToString(id[:]),
 			"MSCCLPP_NET_PROVIDER="+*provider)
+		if gpu {
+			cmd.Env = append(cmd.Env, "FABRIC_PINGPONG_GPU=1")
+		}
 		if *provider != "shm" {
 			cmd.Env = append(cmd.Env, "MSCCLPP_HOSTID=pingpong-host-"+strconv.Itoa(r))
 		}
@@ -179,7 +203,83 @@ func runOurs() (map[int]result, error) {
 	return res, nil
 }
 
-func runRank(rank int, sizes []int) error {
+// memory is the two buffers of one rank: the source, and the destination with its signal word
+// after the last size.
+type memory struct {
+	src, dst   core.RegisteredMemory
+	readSignal func() (uint64, error)
+}
+
+// hostMemory maps the two buffers in host memory.
+func hostMemory(cctx *core.Context, transport core.Transport, maxSize int) (memory, error) {
+	src, err := syscall.Mmap(-1, 0, maxSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return memory{}, err
+	}
+	dst, err := syscall.Mmap(-1, 0, maxSize+8, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return memory{}, err
+	}
+	m := memory{readSignal: func() (uint64, error) { return atomic.LoadUint64((*uint64)(unsafe.Pointer(&dst[maxSize]))), nil }}
+	if m.src, err = cctx.RegisterMemory(cuda.DevicePtr(uintptr(unsafe.Pointer(&src[0]))), uint64(maxSize), transport); err != nil {
+		return memory{}, err
+	}
+	m.dst, err = cctx.RegisterMemory(cuda.DevicePtr(uintptr(unsafe.Pointer(&dst[0]))), uint64(maxSize+8), transport)
+	return m, err
+}
+
+// gpuMemory allocates the two buffers on GPU dev; the signal is read with an 8-byte copy into
+// page-locked memory. The calling goroutine stays on its thread, with dev's context current.
+func gpuMemory(cctx *core.Context, transport core.Transport, dev, maxSize int) (memory, error) {
+	runtime.LockOSThread()
+	d, err := cuda.GetDevice(dev)
+	if err != nil {
+		return memory{}, err
+	}
+	pctx, err := d.RetainPrimaryContext()
+	if err != nil {
+		return memory{}, err
+	}
+	if err := pctx.SetCurrent(); err != nil {
+		return memory{}, err
+	}
+	stream, err := cuda.NewStream()
+	if err != nil {
+		return memory{}, err
+	}
+	word, err := cuda.MemHostAlloc(8)
+	if err != nil {
+		return memory{}, err
+	}
+	wordDev, err := cuda.MemHostGetDevicePointer(word)
+	if err != nil {
+		return memory{}, err
+	}
+	src, err := cctx.Alloc(dev, maxSize)
+	if err != nil {
+		return memory{}, err
+	}
+	dst, err := cctx.Alloc(dev, maxSize+8)
+	if err != nil {
+		return memory{}, err
+	}
+	m := memory{readSignal: func() (uint64, error) {
+		if err := cuda.MemcpyAsync(wordDev, dst+cuda.DevicePtr(maxSize), 8, stream); err != nil {
+			return 0, err
+		}
+		if err := stream.Synchronize(); err != nil {
+			return 0, err
+		}
+		return atomic.LoadUint64((*uint64)(word)), nil
+	}}
+	if m.src, err = cctx.RegisterMemory(src, uint64(maxSize), transport); err != nil {
+		return memory{}, err
+	}
+	m.dst, err = cctx.RegisterMemory(dst, uint64(maxSize+8), transport)
+	return m, err
+}
+
+func runRank(rank int, sizes []int, gpu bool) error {
 	raw, _ := hex.DecodeString(os.Getenv("FABRIC_PINGPONG_ROOT"))
 	var id bootstrap.UniqueID
 	copy(id[:], raw)
@@ -197,30 +297,30 @@ func runRank(rank int, sizes []int) error {
 		transport = core.TransportSHM
 	}
 	peer := 1 - rank
-	conn, err := comm.Connect(core.EndpointConfig{Transport: transport, Device: core.Device{Type: core.DeviceCPU}}, peer, 0).Get(ctx)
-	if err != nil {
-		return err
-	}
 	maxSize := 0
 	for _, s := range sizes {
 		maxSize = max(maxSize, s)
 	}
-	src, err := syscall.Mmap(-1, 0, maxSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	device := core.Device{Type: core.DeviceCPU}
+	var mem memory
+	if gpu {
+		ndev, err := cuda.DeviceCount()
+		if err != nil {
+			return err
+		}
+		device = core.Device{Type: core.DeviceGPU, ID: rank % ndev}
+		mem, err = gpuMemory(cctx, transport, device.ID, maxSize)
+		if err != nil {
+			return fmt.Errorf("GPU memory: %w", err)
+		}
+	} else if mem, err = hostMemory(cctx, transport, maxSize); err != nil {
+		return err
+	}
+	conn, err := comm.Connect(core.EndpointConfig{Transport: transport, Device: device}, peer, 0).Get(ctx)
 	if err != nil {
 		return err
 	}
-	dst, err := syscall.Mmap(-1, 0, maxSize+8, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
-	if err != nil {
-		return err
-	}
-	srcMem, err := cctx.RegisterMemory(cuda.DevicePtr(uintptr(unsafe.Pointer(&src[0]))), uint64(maxSize), transport)
-	if err != nil {
-		return err
-	}
-	dstMem, err := cctx.RegisterMemory(cuda.DevicePtr(uintptr(unsafe.Pointer(&dst[0]))), uint64(maxSize+8), transport)
-	if err != nil {
-		return err
-	}
+	srcMem, dstMem := mem.src, mem.dst
 	if _, err := comm.SendMemory(dstMem, peer, 1).Get(ctx); err != nil {
 		return err
 	}
@@ -228,7 +328,6 @@ func runRank(rank int, sizes []int) error {
 	if err != nil {
 		return err
 	}
-	signal := (*uint64)(unsafe.Pointer(&dst[maxSize]))
 	seq := uint64(0)
 	send := func(size int) error {
 		seq++
@@ -238,12 +337,15 @@ func runRank(rank int, sizes []int) error {
 		return conn.UpdateAndSync(remote, uint64(maxSize), seq)
 	}
 	wait := func() error {
-		for atomic.LoadUint64(signal) != seq {
+		for {
+			v, err := mem.readSignal()
+			if err != nil || v == seq {
+				return err
+			}
 			if err := cctx.Progress(transport); err != nil {
 				return err
 			}
 		}
-		return nil
 	}
 	for _, size := range sizes {
 		n := itersFor(size)

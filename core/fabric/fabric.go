@@ -531,7 +531,7 @@ func (e *Endpoint) Close() error {
 	C.mscclpp_fab_close(e.c)
 	C.free(e.valueBase)
 	if e.msgs != nil {
-		e.msgs.free()
+		msgErr = errors.Join(msgErr, e.msgs.free())
 	}
 	e.c, e.valueBase = nil, nil
 	return errors.Join(err, msgErr)

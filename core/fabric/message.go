@@ -31,6 +31,11 @@ type MessageConfig struct {
 	SendSlots    int    // messages in flight at once from this endpoint
 	Handle       func(msg []byte) error
 	HandlerLabel string // names the handler in errors
+	// Alloc, when set, allocates the message buffers (n bytes; they need not be zeroed) in place
+	// of C memory: page-locked memory, say, which a GPU's copy engine reads and writes directly.
+	// Free releases what Alloc returned, once the endpoint no longer uses it; both or neither.
+	Alloc func(n uint64) (unsafe.Pointer, error)
+	Free  func(p unsafe.Pointer) error
 }
 
 // Receive buffers are matched with messages in the order they were posted, but a provider may
@@ -58,9 +63,9 @@ type messages struct {
 // from Progress and Flush (never from two goroutines at once). It may be called once.
 func (e *Endpoint) EnableMessages(cfg MessageConfig) error {
 	switch {
-	case cfg.SlotBytes == 0 || cfg.RecvSlots <= 0 || cfg.SendSlots <= 0 || cfg.Handle == nil:
-		return fmt.Errorf("enable messages: %d-byte slots, %d receive and %d send slots, handler set %v: %w",
-			cfg.SlotBytes, cfg.RecvSlots, cfg.SendSlots, cfg.Handle != nil, errs.ErrInvalidArgument)
+	case cfg.SlotBytes == 0 || cfg.RecvSlots <= 0 || cfg.SendSlots <= 0 || cfg.Handle == nil || (cfg.Alloc == nil) != (cfg.Free == nil):
+		return fmt.Errorf("enable messages: %d-byte slots, %d receive and %d send slots, handler set %v, allocator %v, free %v: %w",
+			cfg.SlotBytes, cfg.RecvSlots, cfg.SendSlots, cfg.Handle != nil, cfg.Alloc != nil, cfg.Free != nil, errs.ErrInvalidArgument)
 	case cfg.SlotBytes > e.maxMsg:
 		return fmt.Errorf("enable messages: %d-byte slots, but %v carries at most %d bytes a message: %w",
 			cfg.SlotBytes, e, e.maxMsg, errs.ErrInvalidArgument)
@@ -68,21 +73,18 @@ func (e *Endpoint) EnableMessages(cfg MessageConfig) error {
 		return fmt.Errorf("enable messages: %v does not keep messages to a peer in order: %w", e, ErrUnavailable)
 	}
 	m := &messages{cfg: cfg, sendBusy: make([]bool, cfg.SendSlots), arrived: make([]int64, cfg.RecvSlots)}
-	m.recvBase = C.calloc(C.size_t(cfg.RecvSlots), C.size_t(cfg.SlotBytes))
-	m.sendBase = C.calloc(C.size_t(cfg.SendSlots), C.size_t(cfg.SlotBytes))
-	if m.recvBase == nil || m.sendBase == nil {
-		m.free()
-		return fmt.Errorf("enable messages: allocate %d x %d bytes: %w", cfg.RecvSlots+cfg.SendSlots, cfg.SlotBytes, ErrFabric)
-	}
 	var err error
+	if m.recvBase, err = m.alloc(uint64(cfg.RecvSlots) * cfg.SlotBytes); err == nil {
+		m.sendBase, err = m.alloc(uint64(cfg.SendSlots) * cfg.SlotBytes)
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("enable messages: allocate %d x %d bytes: %w", cfg.RecvSlots+cfg.SendSlots, cfg.SlotBytes, err), m.free())
+	}
 	if m.recv, err = e.Register(uint64(uintptr(m.recvBase)), uint64(cfg.RecvSlots)*cfg.SlotBytes); err != nil {
-		m.free()
-		return fmt.Errorf("enable messages: %w", err)
+		return errors.Join(fmt.Errorf("enable messages: %w", err), m.free())
 	}
 	if m.send, err = e.Register(uint64(uintptr(m.sendBase)), uint64(cfg.SendSlots)*cfg.SlotBytes); err != nil {
-		err = errors.Join(err, m.recv.Deregister())
-		m.free()
-		return fmt.Errorf("enable messages: %w", err)
+		return errors.Join(fmt.Errorf("enable messages: %w", err), m.recv.Deregister(), m.free())
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -93,9 +95,7 @@ func (e *Endpoint) EnableMessages(cfg MessageConfig) error {
 		err = fmt.Errorf("enable messages on %v: enabled already: %w", e, errs.ErrInvalidUsage)
 	}
 	if err != nil {
-		err = errors.Join(err, m.release())
-		m.free()
-		return err
+		return errors.Join(err, m.release(), m.free())
 	}
 	e.msgs = m
 	for slot := range uint64(cfg.RecvSlots) {
@@ -139,11 +139,31 @@ func (m *messages) release() error {
 	return errors.Join(errList...)
 }
 
+// alloc allocates n bytes of message buffers: with the configured allocator, or zeroed C memory.
+func (m *messages) alloc(n uint64) (unsafe.Pointer, error) {
+	if m.cfg.Alloc != nil {
+		return m.cfg.Alloc(n)
+	}
+	if p := C.calloc(1, C.size_t(n)); p != nil {
+		return p, nil
+	}
+	return nil, ErrFabric
+}
+
 // free frees the message buffers' memory (after release, or once the endpoint is closed).
-func (m *messages) free() {
-	C.free(m.recvBase)
-	C.free(m.sendBase)
+func (m *messages) free() error {
+	var errList []error
+	for _, p := range []unsafe.Pointer{m.recvBase, m.sendBase} {
+		switch {
+		case p == nil:
+		case m.cfg.Free != nil:
+			errList = append(errList, m.cfg.Free(p))
+		default:
+			C.free(p)
+		}
+	}
 	m.recvBase, m.sendBase = nil, nil
+	return errors.Join(errList...)
 }
 
 // postRecv posts receive slot `slot`. e.mu is held.

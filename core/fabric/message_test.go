@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,6 +98,78 @@ func TestMessagesInOrder(t *testing.T) {
 	}
 }
 
+// mmapBuffers is a MessageConfig allocator over anonymous mappings that records what it gives
+// and what comes back.
+type mmapBuffers struct {
+	mu    sync.Mutex
+	live  map[uintptr][]byte
+	freed int
+}
+
+func (m *mmapBuffers) alloc(n uint64) (unsafe.Pointer, error) {
+	b, err := syscall.Mmap(-1, 0, int(n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.live == nil {
+		m.live = map[uintptr][]byte{}
+	}
+	m.live[uintptr(unsafe.Pointer(&b[0]))] = b
+	return unsafe.Pointer(&b[0]), nil
+}
+
+func (m *mmapBuffers) free(p unsafe.Pointer) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.live[uintptr(p)]
+	if !ok {
+		return fmt.Errorf("free of %p, which alloc did not give", p)
+	}
+	delete(m.live, uintptr(p))
+	m.freed++
+	return syscall.Munmap(b)
+}
+
+// TestMessagesInOwnBuffers: with an allocator configured (the library's is page-locked memory
+// for staged GPU copies), messages go through its buffers, and closing the endpoint gives back
+// both buffers (receive and send) and nothing else.
+func TestMessagesInOwnBuffers(t *testing.T) {
+	var bufs mmapBuffers
+	t.Cleanup(func() { // after pair's cleanups, which close the endpoints
+		bufs.mu.Lock()
+		defer bufs.mu.Unlock()
+		assert.Empty(t, bufs.live, "buffers not freed")
+		assert.Equal(t, 4, bufs.freed, "buffers freed: a receive and a send buffer per endpoint")
+	})
+	a, b, ab, _ := pair(t, "tcp", "")
+	var got inbox
+	const slot = 4096
+	require.NoError(t, a.EnableMessages(MessageConfig{SlotBytes: slot, RecvSlots: 2, SendSlots: 2, Handle: func([]byte) error { return nil },
+		Alloc: bufs.alloc, Free: bufs.free}))
+	require.NoError(t, b.EnableMessages(MessageConfig{SlotBytes: slot, RecvSlots: 2, SendSlots: 2, Handle: got.handle,
+		Alloc: bufs.alloc, Free: bufs.free}))
+	bufs.mu.Lock()
+	assert.Len(t, bufs.live, 4, "buffers allocated")
+	bufs.mu.Unlock()
+	progressInBackground(t, b)
+	const total = 20
+	for i := range uint64(total) {
+		require.NoError(t, a.Send(ab, message(i, slot)))
+	}
+	require.NoError(t, a.Flush(t.Context()))
+	deadline := time.Now().Add(30 * time.Second)
+	for got.count() < total && time.Now().Before(deadline) {
+		require.NoError(t, a.Progress())
+		time.Sleep(10 * time.Microsecond)
+	}
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	assert.Empty(t, got.bad)
+	assert.Equal(t, uint64(total), got.next, "messages delivered")
+}
+
 // TestMessagesRefused: bad configurations and messages are refused with errors that say why,
 // and a handler's error comes back from Progress naming the handler.
 func TestMessagesRefused(t *testing.T) {
@@ -109,6 +183,7 @@ func TestMessagesRefused(t *testing.T) {
 		{SlotBytes: 64, RecvSlots: 0, SendSlots: 1, Handle: func([]byte) error { return nil }},
 		{SlotBytes: 64, RecvSlots: 1, SendSlots: 0, Handle: func([]byte) error { return nil }},
 		{SlotBytes: 64, RecvSlots: 1, SendSlots: 1},
+		{SlotBytes: 64, RecvSlots: 1, SendSlots: 1, Handle: func([]byte) error { return nil }, Alloc: func(uint64) (unsafe.Pointer, error) { return nil, nil }},
 	} {
 		assert.ErrorIs(t, a.EnableMessages(cfg), errs.ErrInvalidArgument, "%+v", cfg)
 	}
