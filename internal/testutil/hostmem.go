@@ -9,7 +9,7 @@ import (
 
 // HostMemory maps n bytes of anonymous memory, unmapped when the test ends: host memory that Go's
 // collector does not move, for registering with a transport.
-func HostMemory(t *testing.T, n int) []byte {
+func HostMemory(t testing.TB, n int) []byte {
 	t.Helper()
 	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	require.NoError(t, err)
