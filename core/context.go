@@ -153,7 +153,7 @@ func (c *Context) fabric(t Transport, gpu int) (*fabricNet, error) {
 	if t == TransportIB {
 		domain = c.networkDomain(gpu)
 	}
-	n, err := openFabric(t, domain, gpuCopier{c})
+	n, err := openFabric(t, domain, &gpuCopier{c: c})
 	if err != nil {
 		return nil, err
 	}

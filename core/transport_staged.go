@@ -47,8 +47,10 @@ const (
 type stagingCopier interface {
 	// toHost copies len(dst) bytes from src, memory of GPU device, into dst.
 	toHost(dst []byte, src cuda.DevicePtr, device int) error
-	// fromHost copies src into dst, memory of GPU device, and returns once it is there.
-	fromHost(dst cuda.DevicePtr, src []byte, device int) error
+	// fromHost starts copying src into dst, memory of GPU device, after every copy it started
+	// before (on any device); done reports whether this copy has completed, and src may change
+	// only then. A nil done means the copy has completed already.
+	fromHost(dst cuda.DevicePtr, src []byte, device int) (done func() (bool, error), err error)
 }
 
 // stagedRegion is GPU memory of this process that peers write into through staged messages.
@@ -66,7 +68,7 @@ func (n *fabricNet) enableStaged(g *contextGPU) error {
 	n.stagedOnce.Do(func() {
 		cfg := fabric.MessageConfig{
 			SlotBytes: stagedHeaderBytes + stagedChunkBytes, RecvSlots: stagedRecvSlots, SendSlots: stagedSendSlots,
-			Handle: n.handleStaged, HandlerLabel: "staged GPU memory",
+			HandleLater: n.handleStaged, HandlerLabel: "staged GPU memory",
 		}
 		if g != nil {
 			cfg.Alloc = func(size uint64) (p unsafe.Pointer, err error) {
@@ -120,9 +122,10 @@ func stagedKey(m RegisteredMemory) (uint64, error) {
 }
 
 // handleStaged applies one staged message from a peer: it checks the header, the key and the
-// range against the staged table, and copies the data (or stores the value) into GPU memory. A
+// range against the staged table, and starts the copy of the data (or of the value) into GPU
+// memory, after the copies of the messages before it; done reports when the copy has read msg. A
 // message it refuses (an ErrRemote) is logged and recorded (rejected), and the endpoint goes on.
-func (n *fabricNet) handleStaged(msg []byte) (err error) {
+func (n *fabricNet) handleStaged(msg []byte) (done func() (bool, error), err error) {
 	defer func() {
 		if errors.Is(err, errs.ErrRemote) {
 			n.log.Warn("libfabric transport: refused a staged message", "transport", n.transport, "err", err)
@@ -134,7 +137,7 @@ func (n *fabricNet) handleStaged(msg []byte) (err error) {
 		}
 	}()
 	if len(msg) < stagedHeaderBytes || binary.LittleEndian.Uint32(msg) != stagedMagic {
-		return fmt.Errorf("a message of %d bytes that is not a staged one: %w", len(msg), errs.ErrRemote)
+		return nil, fmt.Errorf("a message of %d bytes that is not a staged one: %w", len(msg), errs.ErrRemote)
 	}
 	op := binary.LittleEndian.Uint32(msg[4:])
 	key := binary.LittleEndian.Uint64(msg[8:])
@@ -145,25 +148,25 @@ func (n *fabricNet) handleStaged(msg []byte) (err error) {
 	r, ok := n.staged[key]
 	n.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("a staged message for key %#x, which names no GPU memory registered here: %w", key, errs.ErrRemote)
+		return nil, fmt.Errorf("a staged message for key %#x, which names no GPU memory registered here: %w", key, errs.ErrRemote)
 	}
 	var src []byte
 	switch op {
 	case stagedData:
 		if arg != uint64(len(payload)) {
-			return fmt.Errorf("a staged message says %d bytes and carries %d: %w", arg, len(payload), errs.ErrRemote)
+			return nil, fmt.Errorf("a staged message says %d bytes and carries %d: %w", arg, len(payload), errs.ErrRemote)
 		}
 		src = payload
 	case stagedValue:
 		if len(payload) != 0 {
-			return fmt.Errorf("a staged value with %d bytes of data: %w", len(payload), errs.ErrRemote)
+			return nil, fmt.Errorf("a staged value with %d bytes of data: %w", len(payload), errs.ErrRemote)
 		}
-		src = binary.LittleEndian.AppendUint64(nil, arg)
+		src = msg[24:32] // the value, little-endian as the GPU's words are; copied from the message's buffer
 	default:
-		return fmt.Errorf("a staged message of unknown kind %d: %w", op, errs.ErrRemote)
+		return nil, fmt.Errorf("a staged message of unknown kind %d: %w", op, errs.ErrRemote)
 	}
 	if off > r.size || uint64(len(src)) > r.size-off {
-		return fmt.Errorf("a staged message writes %d bytes at offset %d of %d bytes of GPU memory: %w", len(src), off, r.size, errs.ErrRemote)
+		return nil, fmt.Errorf("a staged message writes %d bytes at offset %d of %d bytes of GPU memory: %w", len(src), off, r.size, errs.ErrRemote)
 	}
 	return n.copier.fromHost(r.addr+cuda.DevicePtr(off), src, r.device)
 }
@@ -281,30 +284,80 @@ func (l *stagedLink) flushed() (bool, error) {
 func (l *stagedLink) close() error { return nil }
 
 // gpuCopier is the stagingCopier of a Context: driver copies on the GPU's stream, with its
-// context current.
-type gpuCopier struct{ c *Context }
+// context current. A copy out of GPU memory completes before toHost returns (the message is sent
+// next); a copy into GPU memory only starts (fromHost), so that the receiver's network work goes on
+// while the copy engine works, and the message's buffer is given back once the copy's event has
+// completed.
+type gpuCopier struct {
+	c *Context
+	// last is the GPU of the latest copy into GPU memory (only the goroutine that delivers
+	// messages copies into GPU memory, one at a time): a copy for another GPU first waits for
+	// that one's stream, so that copies land in the order of their messages across GPUs too.
+	last *contextGPU
+}
 
-func (k gpuCopier) copy(dst, src cuda.DevicePtr, n, device int) error {
+func (k *gpuCopier) gpu(device int) (*contextGPU, error) {
 	k.c.mu.Lock()
-	g, err := k.c.gpu(device)
-	k.c.mu.Unlock()
+	defer k.c.mu.Unlock()
+	return k.c.gpu(device)
+}
+
+func (k *gpuCopier) toHost(dst []byte, src cuda.DevicePtr, device int) error {
+	g, err := k.gpu(device)
 	if err != nil {
 		return err
 	}
 	return g.do(func() error {
-		if err := cuda.MemcpyAsync(dst, src, n, g.stream); err != nil {
+		if err := cuda.MemcpyAsync(hostPtr(dst), src, len(dst), g.stream); err != nil {
 			return err
 		}
 		return g.stream.Synchronize()
 	})
 }
 
-func (k gpuCopier) toHost(dst []byte, src cuda.DevicePtr, device int) error {
-	return k.copy(hostPtr(dst), src, len(dst), device)
-}
-
-func (k gpuCopier) fromHost(dst cuda.DevicePtr, src []byte, device int) error {
-	return k.copy(dst, hostPtr(src), len(src), device)
+func (k *gpuCopier) fromHost(dst cuda.DevicePtr, src []byte, device int) (func() (bool, error), error) {
+	g, err := k.gpu(device)
+	if err != nil {
+		return nil, err
+	}
+	if last := k.last; last != nil && last != g {
+		if err := last.do(last.stream.Synchronize); err != nil {
+			return nil, err
+		}
+	}
+	k.last = g
+	var ev cuda.Event
+	err = g.do(func() error {
+		if err := cuda.MemcpyAsync(dst, hostPtr(src), len(src), g.stream); err != nil {
+			return err
+		}
+		var err error
+		if ev, err = cuda.NewEvent(); err != nil {
+			return err
+		}
+		if err := ev.Record(g.stream); err != nil {
+			return errors.Join(err, ev.Destroy())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	finished := false
+	return func() (bool, error) {
+		if finished {
+			return true, nil
+		}
+		err := g.do(func() error {
+			ok, err := ev.Done()
+			if err != nil || ok {
+				finished = true
+				return errors.Join(err, ev.Destroy())
+			}
+			return nil
+		})
+		return finished, err
+	}, nil
 }
 
 // hostPtr is the address of b's first byte (host memory that does not move: C allocations).

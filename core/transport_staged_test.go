@@ -39,13 +39,13 @@ func (h *hostStaging) toHost(dst []byte, src cuda.DevicePtr, _ int) error {
 	return nil
 }
 
-func (h *hostStaging) fromHost(dst cuda.DevicePtr, src []byte, _ int) error {
+func (h *hostStaging) fromHost(dst cuda.DevicePtr, src []byte, _ int) (func() (bool, error), error) {
 	if len(src) == 8 { // a signal: one store, as the GPU's copy of a word is
 		atomic.StoreUint64((*uint64)(unsafe.Pointer(&h.at(dst, 8)[0])), binary.LittleEndian.Uint64(src))
-		return nil
+		return nil, nil
 	}
 	copy(h.at(dst, len(src)), src)
-	return nil
+	return nil, nil
 }
 
 // stagedPair opens two libfabric endpoints of transport t whose staged copies go through host
@@ -274,7 +274,7 @@ func FuzzHandleStaged(f *testing.F) {
 		staging := &hostStaging{mem: [][]byte{mem}}
 		n := &fabricNet{transport: TransportSHM, log: logging.Logger(), copier: staging,
 			staged: map[uint64]stagedRegion{key: {addr: ptrOf(mem[lo:]), size: size}}}
-		err := n.handleStaged(b)
+		_, err := n.handleStaged(b)
 		if err != nil {
 			require.ErrorIs(t, err, errs.ErrRemote)
 			assert.Equal(t, make([]byte, len(mem)), mem, "a refused message changes nothing")

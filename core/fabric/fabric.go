@@ -526,7 +526,7 @@ func (e *Endpoint) Close() error {
 	err := e.values.Deregister()
 	var msgErr error
 	if e.msgs != nil {
-		msgErr = e.msgs.release()
+		msgErr = errors.Join(e.msgs.awaitHeld(), e.msgs.release())
 	}
 	C.mscclpp_fab_close(e.c)
 	C.free(e.valueBase)

@@ -26,10 +26,15 @@ import (
 // MessageConfig sizes an endpoint's message buffers and names what handles the messages that
 // arrive.
 type MessageConfig struct {
-	SlotBytes    uint64 // the largest message
-	RecvSlots    int    // receive buffers posted at once
-	SendSlots    int    // messages in flight at once from this endpoint
-	Handle       func(msg []byte) error
+	SlotBytes uint64 // the largest message
+	RecvSlots int    // receive buffers posted at once
+	SendSlots int    // messages in flight at once from this endpoint
+	Handle    func(msg []byte) error
+	// HandleLater, set in place of Handle, handles a message whose buffer it may still read
+	// after it returns (a copy engine copying out of it): done reports whether it has finished
+	// with the buffer, which is posted for a new message only then (a nil done: at once).
+	// Messages are still handed over in order, without waiting for the earlier ones' done.
+	HandleLater  func(msg []byte) (done func() (bool, error), err error)
 	HandlerLabel string // names the handler in errors
 	// Alloc, when set, allocates the message buffers (n bytes; they need not be zeroed) in place
 	// of C memory: page-locked memory, say, which a GPU's copy engine reads and writes directly.
@@ -56,6 +61,7 @@ type messages struct {
 	sendBusy  []bool   // send slot whose message has not completed (e.mu)
 	sendNext  uint64   // the send slot tried next (e.mu)
 	delivered uint64   // messages handed to the handler (e.deliver)
+	held      []held   // receive slots whose messages HandleLater still reads (e.deliver)
 }
 
 // EnableMessages allocates and registers the endpoint's message buffers, posts the receive
@@ -63,9 +69,10 @@ type messages struct {
 // from Progress and Flush (never from two goroutines at once). It may be called once.
 func (e *Endpoint) EnableMessages(cfg MessageConfig) error {
 	switch {
-	case cfg.SlotBytes == 0 || cfg.RecvSlots <= 0 || cfg.SendSlots <= 0 || cfg.Handle == nil || (cfg.Alloc == nil) != (cfg.Free == nil):
-		return fmt.Errorf("enable messages: %d-byte slots, %d receive and %d send slots, handler set %v, allocator %v, free %v: %w",
-			cfg.SlotBytes, cfg.RecvSlots, cfg.SendSlots, cfg.Handle != nil, cfg.Alloc != nil, cfg.Free != nil, errs.ErrInvalidArgument)
+	case cfg.SlotBytes == 0 || cfg.RecvSlots <= 0 || cfg.SendSlots <= 0 || (cfg.Handle == nil) == (cfg.HandleLater == nil) ||
+		(cfg.Alloc == nil) != (cfg.Free == nil):
+		return fmt.Errorf("enable messages: %d-byte slots, %d receive and %d send slots, Handle set %v, HandleLater set %v, allocator %v, free %v: %w",
+			cfg.SlotBytes, cfg.RecvSlots, cfg.SendSlots, cfg.Handle != nil, cfg.HandleLater != nil, cfg.Alloc != nil, cfg.Free != nil, errs.ErrInvalidArgument)
 	case cfg.SlotBytes > e.maxMsg:
 		return fmt.Errorf("enable messages: %d-byte slots, but %v carries at most %d bytes a message: %w",
 			cfg.SlotBytes, e, e.maxMsg, errs.ErrInvalidArgument)
@@ -177,6 +184,56 @@ func (e *Endpoint) postRecv(slot uint64) error {
 	}
 	m.arrived[slot] = -1
 	m.posted = append(m.posted, slot)
+	return nil
+}
+
+// held is a receive slot whose message the handler still reads, and how to ask whether it has
+// finished.
+type held struct {
+	slot uint64
+	done func() (bool, error)
+}
+
+// releaseHeld posts again the receive slots whose handler has finished with them. e.deliver is
+// held, e.mu is not.
+func (e *Endpoint) releaseHeld(m *messages) error {
+	kept := m.held[:0]
+	var errList []error
+	for _, h := range m.held {
+		ok, err := h.done()
+		switch {
+		case err != nil:
+			errList = append(errList, fmt.Errorf("%v: %s: %w", e, m.cfg.HandlerLabel, err))
+		case ok:
+			e.mu.Lock()
+			err = e.postRecv(h.slot)
+			e.mu.Unlock()
+			errList = append(errList, err)
+			continue
+		}
+		kept = append(kept, h)
+	}
+	m.held = kept
+	return errors.Join(errList...)
+}
+
+// awaitHeld waits, for at most MSCCLPP_NET_TIMEOUT, until the handler has finished with every
+// receive slot it holds, so that their memory may be freed. e.deliver is held.
+func (m *messages) awaitHeld() error {
+	var wait patience
+	for _, h := range m.held {
+		for {
+			ok, err := h.done()
+			if err != nil || ok {
+				break
+			}
+			if wait.exhausted() {
+				return fmt.Errorf("%s: a message's buffer still in use after %v: %w", m.cfg.HandlerLabel, config.NetTimeout.Get(), ErrTimedOut)
+			}
+			time.Sleep(10 * time.Microsecond)
+		}
+	}
+	m.held = nil
 	return nil
 }
 
@@ -305,7 +362,7 @@ func (e *Endpoint) takeSendSlot() (*messages, uint64, error) {
 }
 
 // deliverMessages hands the messages received so far to the handler, in the order they were
-// sent, and posts their buffers again. Only one goroutine delivers at a time; the handler runs without
+// sent, and posts their buffers again (those HandleLater still reads once it has finished). Only one goroutine delivers at a time; the handler runs without
 // e.mu, so it may send.
 func (e *Endpoint) deliverMessages() error {
 	e.deliver.Lock()
@@ -320,14 +377,27 @@ func (e *Endpoint) deliverMessages() error {
 		}
 		e.mu.Unlock()
 		if !ok {
+			if m != nil && len(m.held) > 0 {
+				return e.releaseHeld(m)
+			}
 			return nil
 		}
 		msg := unsafe.Slice((*byte)(unsafe.Add(m.recvBase, slot*m.cfg.SlotBytes)), n)
-		handleErr := m.cfg.Handle(msg)
+		var done func() (bool, error)
+		var handleErr, postErr error
+		if m.cfg.HandleLater != nil {
+			done, handleErr = m.cfg.HandleLater(msg)
+		} else {
+			handleErr = m.cfg.Handle(msg)
+		}
 		m.delivered++
-		e.mu.Lock()
-		postErr := e.postRecv(slot)
-		e.mu.Unlock()
+		if done != nil {
+			m.held = append(m.held, held{slot: slot, done: done})
+		} else {
+			e.mu.Lock()
+			postErr = e.postRecv(slot)
+			e.mu.Unlock()
+		}
 		if handleErr != nil {
 			return fmt.Errorf("%v: %s: message %d: %w", e, m.cfg.HandlerLabel, m.delivered, handleErr)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -170,6 +171,59 @@ func TestMessagesInOwnBuffers(t *testing.T) {
 	assert.Equal(t, uint64(total), got.next, "messages delivered")
 }
 
+// TestMessagesHandledLater: with HandleLater, a receive buffer is posted again only once the
+// handler says it has finished with it: with 2 receive buffers both held, a third message waits
+// at the provider, and comes once one buffer is given back; the messages still come in order.
+func TestMessagesHandledLater(t *testing.T) {
+	for _, provider := range []string{"tcp", "shm"} {
+		t.Run(provider, func(t *testing.T) {
+			a, b, ab, _ := pair(t, provider, "")
+			var got inbox
+			var released atomic.Int64 // how many of the held messages the test has let go
+			require.NoError(t, a.EnableMessages(MessageConfig{SlotBytes: 256, RecvSlots: 2, SendSlots: 4, Handle: func([]byte) error { return nil }}))
+			require.NoError(t, b.EnableMessages(MessageConfig{SlotBytes: 256, RecvSlots: 2, SendSlots: 4, HandlerLabel: "test inbox",
+				HandleLater: func(msg []byte) (func() (bool, error), error) {
+					i := int64(got.count())
+					if err := got.handle(msg); err != nil {
+						return nil, err
+					}
+					return func() (bool, error) { return released.Load() > i, nil }, nil
+				}}))
+			const total = 5
+			sent := make(chan error, 1)
+			go func() { // Send waits while the peer has no buffer for the message
+				var err error
+				for i := range uint64(total) {
+					if err = a.Send(ab, message(i, 200)); err != nil {
+						break
+					}
+				}
+				sent <- err
+			}()
+			progressInBackground(t, a) // a's Send holds its lock while it waits: only b is progressed here
+			settle := func(want uint64) {
+				deadline := time.Now().Add(30 * time.Second)
+				for got.count() < want && time.Now().Before(deadline) {
+					require.NoError(t, b.Progress())
+				}
+				for range 2000 { // and nothing more comes
+					require.NoError(t, b.Progress())
+				}
+				assert.Equal(t, want, got.count(), "messages delivered with %d buffers given back", released.Load())
+			}
+			settle(2)
+			for r := int64(1); r <= total; r++ {
+				released.Store(r)
+				settle(uint64(min(r+2, total)))
+			}
+			require.NoError(t, <-sent)
+			got.mu.Lock()
+			defer got.mu.Unlock()
+			assert.Empty(t, got.bad)
+		})
+	}
+}
+
 // TestMessagesRefused: bad configurations and messages are refused with errors that say why,
 // and a handler's error comes back from Progress naming the handler.
 func TestMessagesRefused(t *testing.T) {
@@ -184,6 +238,8 @@ func TestMessagesRefused(t *testing.T) {
 		{SlotBytes: 64, RecvSlots: 1, SendSlots: 0, Handle: func([]byte) error { return nil }},
 		{SlotBytes: 64, RecvSlots: 1, SendSlots: 1},
 		{SlotBytes: 64, RecvSlots: 1, SendSlots: 1, Handle: func([]byte) error { return nil }, Alloc: func(uint64) (unsafe.Pointer, error) { return nil, nil }},
+		{SlotBytes: 64, RecvSlots: 1, SendSlots: 1, Handle: func([]byte) error { return nil },
+			HandleLater: func([]byte) (func() (bool, error), error) { return nil, nil }},
 	} {
 		assert.ErrorIs(t, a.EnableMessages(cfg), errs.ErrInvalidArgument, "%+v", cfg)
 	}
