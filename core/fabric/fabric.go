@@ -98,16 +98,19 @@ func list(provider string, what C.int) ([]string, error) {
 // networkPreference is the order in which NetworkProvider picks a provider.
 var networkPreference = []string{"verbs", "efa", "cxi", "tcp"}
 
-// NetworkProvider returns the provider of network connections: MSCCLPP_NET_PROVIDER if set,
-// else the first of verbs, efa, cxi and tcp that the machine offers. Layered providers count
-// by their core (verbs for "verbs;ofi_rxm").
+// NetworkProvider returns the provider of network connections: MSCCLPP_NET_PROVIDER if set (it
+// must be one that libfabric offers here), else the first of verbs, efa, cxi and tcp that the
+// machine offers. Layered providers count by their core (verbs for "verbs;ofi_rxm").
 func NetworkProvider() (string, error) {
-	if p := config.NetProvider.Get(); p != "" {
-		return p, nil
-	}
 	have, err := Providers()
 	if err != nil {
 		return "", err
+	}
+	if p := config.NetProvider.Get(); p != "" {
+		if !Has(p) {
+			return "", fmt.Errorf("%w: MSCCLPP_NET_PROVIDER=%s, which libfabric does not offer here (it offers %v)", ErrUnavailable, p, have)
+		}
+		return p, nil
 	}
 	for _, want := range networkPreference {
 		for _, p := range have {

@@ -149,8 +149,8 @@ func TestWriteRefusesOutOfRange(t *testing.T) {
 	assert.Zero(t, a.Pending())
 }
 
-// TestNetworkProvider: MSCCLPP_NET_PROVIDER wins; without it the first of verbs, efa, cxi, tcp
-// that the machine offers is picked.
+// TestNetworkProvider: MSCCLPP_NET_PROVIDER wins, if libfabric offers it (else ErrUnavailable
+// naming it); without it the first of verbs, efa, cxi, tcp that the machine offers is picked.
 func TestNetworkProvider(t *testing.T) {
 	have, err := Providers()
 	require.NoError(t, err)
@@ -161,6 +161,11 @@ func TestNetworkProvider(t *testing.T) {
 	config.NetProvider.Reset()
 	require.NoError(t, err)
 	assert.Equal(t, "shm", p)
+	config.NetProvider.Set("no-such-provider")
+	_, err = NetworkProvider()
+	config.NetProvider.Reset()
+	require.ErrorIs(t, err, ErrUnavailable)
+	assert.ErrorContains(t, err, "no-such-provider")
 
 	p, err = NetworkProvider()
 	require.NoError(t, err)
