@@ -131,7 +131,9 @@ func (c *Comm) stopWatchdog() {
 
 // notePeerFailure records a peer's failure and raises the abort request. The Comm fails only
 // when a kernel actually gave up waiting (Err reads the kernels' report) or a later call is
-// made: a peer that closed its communicator after the last common call is no failure.
+// made: a peer that closed its communicator after the last common call is no failure, which is
+// why this logs at INFO (every job's teardown has a first rank to close); a failure the Comm
+// then reports comes back as an error from its calls, which the C API logs at WARN.
 func (c *Comm) notePeerFailure(err error) {
 	c.abort.mu.Lock()
 	if c.abort.peerErr == nil {
@@ -139,7 +141,7 @@ func (c *Comm) notePeerFailure(err error) {
 		c.abort.peerGone.Store(true)
 	}
 	c.abort.mu.Unlock()
-	c.log.Warn("a peer's bootstrap link ended: kernels of this collective communicator that wait for a peer give up",
+	c.log.Info("a peer's bootstrap link ended (its process exited or closed its communicator): kernels of this collective communicator that wait for a peer give up, and later calls fail",
 		"err", err)
 	c.raiseAbort()
 }
