@@ -119,6 +119,9 @@ type fabricNet struct {
 	staged     map[uint64]stagedRegion // by key (mu)
 	nextStaged uint64                  // the next key (mu)
 	rejected   error                   // the first staged message refused (mu)
+	bufs       hostBuffers             // allocates the staged path's host memory (enableStaged)
+	landings   map[uint64]*landing     // landing rings for peers' staged links, by ring id (mu)
+	retired    []*hostRing             // rings of closed staged links, released at close (mu)
 
 	stop chan struct{}
 	done chan struct{}
@@ -289,9 +292,31 @@ func (n *fabricNet) close() error {
 		errList = append(errList, r.Deregister())
 	}
 	n.regions = nil
+	rings := n.retired
+	for _, l := range n.landings {
+		rings = append(rings, l.ring)
+	}
+	n.retired, n.landings = nil, nil
 	n.mu.Unlock()
+	for _, r := range rings {
+		errList = append(errList, r.deregister())
+	}
 	errList = append(errList, n.ep.Close())
+	for _, r := range rings { // after the endpoint: nothing reads or writes them any more
+		errList = append(errList, r.free())
+	}
 	return errors.Join(errList...)
+}
+
+// retire keeps rings of a closed staged link until the endpoint closes.
+func (n *fabricNet) retire(rings ...*hostRing) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, r := range rings {
+		if r != nil {
+			n.retired = append(n.retired, r)
+		}
+	}
 }
 
 // fabricLink is a libfabric connection's data path: writes from this process's registered host

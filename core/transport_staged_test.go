@@ -261,19 +261,43 @@ func FuzzHandleStaged(f *testing.F) {
 		putStagedHeader(b, op, k, off, arg)
 		return append(b, payload...)
 	}
-	f.Add(msg(stagedData, key, 0, 4, []byte{1, 2, 3, 4}))
-	f.Add(msg(stagedData, key, size-2, 4, []byte{1, 2, 3, 4}))
+	const ringID = 0x5678
+	landed := func(id, slot uint64) []byte {
+		return binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, id), slot)
+	}
+	hi := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 0x1000), 7)
+	f.Add(msg(stagedLanded, key, 0, 4, landed(ringID, 0)))
+	f.Add(msg(stagedLanded, key, size-2, 4, landed(ringID, 1)))
+	f.Add(msg(stagedLanded, key, 0, 4, landed(ringID, stagedRingSlots)))
+	f.Add(msg(stagedLanded, key, 0, 4, landed(ringID+1, 0)))
+	f.Add(msg(stagedLanded, key, 1<<63, 4, landed(ringID, 2)))
+	f.Add(msg(stagedLanded, key, 0, stagedChunkBytes+1, landed(ringID, 2)))
 	f.Add(msg(stagedValue, key, 8, 42, nil))
 	f.Add(msg(stagedValue, key, size-8, 42, nil))
 	f.Add(msg(stagedValue, key+1, 0, 42, nil))
-	f.Add(msg(stagedData, key, 1<<63, 4, []byte{1, 2, 3, 4}))
-	f.Add(msg(3, key, 0, 0, nil))
+	f.Add(msg(stagedHello, ringID, 0, 4, append(hi, "addr"...)))
+	f.Add(msg(stagedHello, ringID, 0, 5, append(hi, "addr"...)))
+	f.Add(msg(9, key, 0, 0, nil))
 	f.Add([]byte("short"))
+	ring := make([]byte, stagedRingSlots*stagedChunkBytes) // the landing ring's bytes, a pattern
+	for i := range ring {
+		ring[i] = byte(i*7 + 1)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) >= stagedHeaderBytes && binary.LittleEndian.Uint32(b[4:]) == stagedHello {
+			// A hello makes a ring and a peer on a real endpoint: its decoding alone here.
+			if _, err := decodeHello(binary.LittleEndian.Uint64(b[8:]), binary.LittleEndian.Uint64(b[24:]), b[stagedHeaderBytes:]); err != nil {
+				require.ErrorIs(t, err, errs.ErrRemote)
+			}
+			return
+		}
 		mem := make([]byte, 2*lo+size) // the region is mem[lo:lo+size]; the rest must not change
 		staging := &hostStaging{mem: [][]byte{mem}}
+		var freed []uint64
 		n := &fabricNet{transport: TransportSHM, log: logging.Logger(), copier: staging,
-			staged: map[uint64]stagedRegion{key: {addr: ptrOf(mem[lo:]), size: size}}}
+			staged: map[uint64]stagedRegion{key: {addr: ptrOf(mem[lo:]), size: size}},
+			landings: map[uint64]*landing{ringID: {ring: &hostRing{base: unsafe.Pointer(&ring[0]), size: uint64(len(ring))},
+				tell: func(f uint64) error { freed = append(freed, f); return nil }}}}
 		_, err := n.handleStaged(b)
 		if err != nil {
 			require.ErrorIs(t, err, errs.ErrRemote)
@@ -283,6 +307,9 @@ func FuzzHandleStaged(f *testing.F) {
 		}
 		assert.Equal(t, make([]byte, lo), mem[:lo], "no byte before the region")
 		assert.Equal(t, make([]byte, lo), mem[lo+size:], "no byte after the region")
+		if binary.LittleEndian.Uint32(b[4:]) == stagedLanded {
+			assert.Equal(t, []uint64{1}, freed, "a landed chunk copied (here at once) gives its slot back")
+		}
 	})
 }
 

@@ -522,14 +522,21 @@ func (e *Endpoint) Close() error {
 	e.deliver.Lock() // a message being handled keeps its buffer until the handler returns
 	defer e.deliver.Unlock()
 	e.mu.Lock()
+	m := e.msgs
+	e.mu.Unlock()
+	var heldErr error
+	if m != nil { // without e.mu: a handler's done may still write to a peer
+		heldErr = m.awaitHeld()
+	}
+	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.c == nil {
 		return ErrClosed
 	}
 	err := e.values.Deregister()
-	var msgErr error
+	msgErr := heldErr
 	if e.msgs != nil {
-		msgErr = errors.Join(e.msgs.awaitHeld(), e.msgs.release())
+		msgErr = errors.Join(msgErr, e.msgs.release())
 	}
 	C.mscclpp_fab_close(e.c)
 	C.free(e.valueBase)

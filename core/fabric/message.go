@@ -127,6 +127,14 @@ func (e *Endpoint) Delivered() uint64 {
 	return m.delivered
 }
 
+// SendsAfterWrites reports whether a message reaches a peer after the writes posted to it before
+// (the provider's FI_ORDER_SAW): a message may then announce data those writes carried.
+func (e *Endpoint) SendsAfterWrites() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.c != nil && C.mscclpp_fab_send_after_write(e.c) != 0
+}
+
 // MessagesOrdered reports whether the provider hands messages from one endpoint to one peer over
 // in the order they were sent, which messages need.
 func (e *Endpoint) MessagesOrdered() bool {

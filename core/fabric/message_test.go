@@ -75,6 +75,7 @@ func TestMessagesInOrder(t *testing.T) {
 	for _, provider := range []string{"tcp", "shm"} {
 		t.Run(provider, func(t *testing.T) {
 			a, b, ab, _ := pair(t, provider, "")
+			assert.True(t, a.SendsAfterWrites(), "messages ordered after writes (staged GPU memory relies on it)")
 			const slot = 64 << 10
 			var got inbox
 			require.NoError(t, a.EnableMessages(MessageConfig{SlotBytes: slot, RecvSlots: 4, SendSlots: 3, Handle: func([]byte) error { return nil }}))

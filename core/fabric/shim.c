@@ -266,6 +266,11 @@ ssize_t mscclpp_fab_recv(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, st
 	return fi_recv(e->ep, (void *)(uintptr_t)addr, len, mr ? mr->desc : NULL, FI_ADDR_UNSPEC, (void *)(uintptr_t)ctx);
 }
 
+int mscclpp_fab_send_after_write(struct mscclpp_fab_ep *e)
+{
+	return (e->info->tx_attr->msg_order & FI_ORDER_SAW) != 0 && (e->info->rx_attr->msg_order & FI_ORDER_SAW) != 0;
+}
+
 int mscclpp_fab_msg_ordered(struct mscclpp_fab_ep *e)
 {
 	return (e->info->tx_attr->msg_order & FI_ORDER_SAS) != 0 && (e->info->rx_attr->msg_order & FI_ORDER_SAS) != 0;

@@ -88,6 +88,10 @@ ssize_t mscclpp_fab_recv(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, st
 /* mscclpp_fab_msg_ordered reports whether messages to one peer arrive in the order they were sent. */
 int mscclpp_fab_msg_ordered(struct mscclpp_fab_ep *e);
 
+/* mscclpp_fab_send_after_write reports whether a message to a peer arrives after the RMA writes
+ * posted to it before (FI_ORDER_SAW). */
+int mscclpp_fab_send_after_write(struct mscclpp_fab_ep *e);
+
 /*
  * mscclpp_fab_poll reads up to max completions, storing their contexts in ctxs and their lengths
  * (the bytes of a message received; 0 for the others) in lens; it returns how many, 0 when there
