@@ -85,9 +85,8 @@ const (
 // stagingCopier copies between GPU memory and host buffers for the staged path: gpuCopier on
 // the GPUs of a Context; the tests on a machine without a GPU stand in host memory for it.
 type stagingCopier interface {
-	// toHost starts copying len(dst) bytes from src, memory of GPU device, into dst; wait
-	// returns once the copy has completed (a nil wait: it has already).
-	toHost(dst []byte, src cuda.DevicePtr, device int) (wait func() error, err error)
+	// toHost copies len(dst) bytes from src, memory of GPU device, into dst.
+	toHost(dst []byte, src cuda.DevicePtr, device int) error
 	// fromHost starts copying src into dst, memory of GPU device, after every copy it started
 	// before (on any device); done reports whether this copy has completed, and src may change
 	// only then. A nil done means the copy has completed already.
@@ -417,7 +416,7 @@ type stagedLink struct {
 	control *hostRing     // the words the peer writes (controlFreed, ...)
 	landing fabric.Remote // the peer's landing ring, once opened
 	opened  bool          // the peer has answered the hello
-	started uint64        // chunks whose copy into the send ring has started
+	sent    uint64        // chunks written so far
 }
 
 // registerStaged registers size bytes of device memory at ptr on GPU ordinal: peers write into
@@ -540,54 +539,29 @@ func (l *stagedLink) write(dst RegisteredMemory, dstOff uint64, src RegisteredMe
 		}
 		l.opened = true
 	}
-	// Two chunks' copies out of GPU memory run ahead of the posts, so that the copy engine
-	// fills the next send slot while this thread posts the current one.
-	type chunk struct {
-		slot, at, n uint64
-		wait        func() error
-	}
-	var ahead []chunk
-	defer func() { // on an error, the copies started must end before their slots are reused
-		for _, c := range ahead {
-			if c.wait != nil {
-				_ = c.wait()
-			}
-		}
-	}()
 	ep := l.net.ep
-	for at := uint64(0); at < n || len(ahead) > 0; {
-		for len(ahead) < 2 && at < n {
-			size := min(n-at, stagedChunkBytes)
-			if err := l.await(func() bool { return l.started-atomic.LoadUint64(l.control.word(controlFreed)) < stagedRingSlots }, "a free landing slot"); err != nil {
-				return err
-			}
-			slot := l.started % stagedRingSlots
-			wait, err := l.net.copier.toHost(l.send.bytes(slot*stagedChunkBytes, size), src.data+cuda.DevicePtr(srcOff+at), src.device)
-			if err != nil {
-				return err
-			}
-			l.started++
-			ahead = append(ahead, chunk{slot: slot, at: at, n: size, wait: wait})
-			at += size
+	for done := uint64(0); done < n; {
+		chunk := min(n-done, stagedChunkBytes)
+		if err := l.await(func() bool { return l.sent-atomic.LoadUint64(l.control.word(controlFreed)) < stagedRingSlots }, "a free landing slot"); err != nil {
+			return err
 		}
-		c := ahead[0]
-		ahead = ahead[1:]
-		if c.wait != nil {
-			if err := c.wait(); err != nil {
-				return err
-			}
+		slot := l.sent % stagedRingSlots
+		if err := l.net.copier.toHost(l.send.bytes(slot*stagedChunkBytes, chunk), src.data+cuda.DevicePtr(srcOff+done), src.device); err != nil {
+			return err
 		}
-		if err := ep.Write(l.peer, l.send.region, c.slot*stagedChunkBytes, l.landing, c.slot*stagedChunkBytes, c.n); err != nil {
+		if err := ep.Write(l.peer, l.send.region, slot*stagedChunkBytes, l.landing, slot*stagedChunkBytes, chunk); err != nil {
 			return err
 		}
 		if err := ep.Send(l.peer, func(buf []byte) (int, error) {
-			putStagedHeader(buf, stagedLanded, key, dstOff+c.at, c.n)
+			putStagedHeader(buf, stagedLanded, key, dstOff+done, chunk)
 			binary.LittleEndian.PutUint64(buf[stagedHeaderBytes:], l.id)
-			binary.LittleEndian.PutUint64(buf[stagedHeaderBytes+8:], c.slot)
+			binary.LittleEndian.PutUint64(buf[stagedHeaderBytes+8:], slot)
 			return stagedHeaderBytes + 16, nil
 		}); err != nil {
 			return err
 		}
+		l.sent++
+		done += chunk
 	}
 	return nil
 }
@@ -624,9 +598,10 @@ func (l *stagedLink) close() error {
 }
 
 // gpuCopier is the stagingCopier of a Context: driver copies on the GPU's stream, with its
-// context current. Both directions only start the copy and record an event after it: the sender
-// waits for a chunk's event before it writes the chunk (the copy of the next one runs meanwhile),
-// the receiver gives the landing slot back once the event has completed.
+// context current. A copy out of GPU memory completes before toHost returns (the message is sent
+// next); a copy into GPU memory only starts (fromHost), so that the receiver's network work goes on
+// while the copy engine works, and the message's buffer is given back once the copy's event has
+// completed.
 type gpuCopier struct {
 	c *Context
 	// last is the GPU of the latest copy into GPU memory (only the goroutine that delivers
@@ -641,31 +616,17 @@ func (k *gpuCopier) gpu(device int) (*contextGPU, error) {
 	return k.c.gpu(device)
 }
 
-func (k *gpuCopier) toHost(dst []byte, src cuda.DevicePtr, device int) (func() error, error) {
+func (k *gpuCopier) toHost(dst []byte, src cuda.DevicePtr, device int) error {
 	g, err := k.gpu(device)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var ev cuda.Event
-	err = g.do(func() error {
+	return g.do(func() error {
 		if err := cuda.MemcpyAsync(hostPtr(dst), src, len(dst), g.stream); err != nil {
 			return err
 		}
-		var err error
-		if ev, err = cuda.NewEvent(); err != nil {
-			return err
-		}
-		if err := ev.Record(g.stream); err != nil {
-			return errors.Join(err, ev.Destroy())
-		}
-		return nil
+		return g.stream.Synchronize()
 	})
-	if err != nil {
-		return nil, err
-	}
-	return func() error {
-		return g.do(func() error { return errors.Join(ev.Synchronize(), ev.Destroy()) })
-	}, nil
 }
 
 func (k *gpuCopier) fromHost(dst cuda.DevicePtr, src []byte, device int) (func() (bool, error), error) {

@@ -22,12 +22,7 @@ import (
 
 // hostStaging stands in host memory for GPU memory in the staged path's copies, on a machine
 // without a GPU: "device" addresses are those of the slices it was given, and a copy is a copy.
-// With lazy set, a copy out of "GPU memory" happens only when its wait is called, so that a
-// sender that wrote a chunk before waiting for its copy sends stale bytes.
-type hostStaging struct {
-	mem  [][]byte
-	lazy bool
-}
+type hostStaging struct{ mem [][]byte }
 
 // at returns the n bytes at p, which must lie in one of the slices.
 func (h *hostStaging) at(p cuda.DevicePtr, n int) []byte {
@@ -39,13 +34,9 @@ func (h *hostStaging) at(p cuda.DevicePtr, n int) []byte {
 	panic(fmt.Sprintf("hostStaging: %d bytes at %#x are in no slice", n, uint64(p)))
 }
 
-func (h *hostStaging) toHost(dst []byte, src cuda.DevicePtr, _ int) (func() error, error) {
-	from := h.at(src, len(dst))
-	if h.lazy {
-		return func() error { copy(dst, from); return nil }, nil
-	}
-	copy(dst, from)
-	return nil, nil
+func (h *hostStaging) toHost(dst []byte, src cuda.DevicePtr, _ int) error {
+	copy(dst, h.at(src, len(dst)))
+	return nil
 }
 
 func (h *hostStaging) fromHost(dst cuda.DevicePtr, src []byte, _ int) (func() (bool, error), error) {
@@ -107,16 +98,14 @@ func TestStagedWrites(t *testing.T) {
 		name      string
 		transport Transport
 		provider  string
-		lazy      bool
 	}{
-		{"network over tcp", TransportIB, "tcp", false},
-		{"shared memory", TransportSHM, "shm", false},
-		{"network over tcp, copies out of GPU memory that finish only when waited for", TransportIB, "tcp", true},
+		{"network over tcp", TransportIB, "tcp"},
+		{"shared memory", TransportSHM, "shm"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := testutil.HostMemory(t, maxBytes)
 			dst := testutil.HostMemory(t, maxBytes+64)
-			staging := &hostStaging{mem: [][]byte{src, dst}, lazy: tc.lazy}
+			staging := &hostStaging{mem: [][]byte{src, dst}}
 			sender, receiver, l := stagedPair(t, tc.transport, tc.provider, staging)
 			srcMem, _ := stagedMemory(t, sender, src)
 			_, dstThere := stagedMemory(t, receiver, dst)
