@@ -52,6 +52,22 @@ func (in *inbox) count() uint64 {
 	return in.next
 }
 
+// await flushes the sender's messages, progressing it, until total messages have come in (for
+// at most 30 s), then checks that they all came whole and in order.
+func (in *inbox) await(t *testing.T, sender *Endpoint, total uint64) {
+	t.Helper()
+	require.NoError(t, sender.Flush(t.Context()))
+	deadline := time.Now().Add(30 * time.Second)
+	for in.count() < total && time.Now().Before(deadline) {
+		require.NoError(t, sender.Progress())
+		time.Sleep(10 * time.Microsecond)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	assert.Empty(t, in.bad)
+	assert.Equal(t, total, in.next, "messages delivered")
+}
+
 func pattern(i uint64, k int) byte { return byte(i*31 + uint64(k)*7) }
 
 // message fills buf with message i of n bytes.
@@ -86,16 +102,7 @@ func TestMessagesInOrder(t *testing.T) {
 			for i := range uint64(total) {
 				require.NoError(t, a.Send(ab, message(i, sizes[i%uint64(len(sizes))])))
 			}
-			require.NoError(t, a.Flush(t.Context()))
-			deadline := time.Now().Add(30 * time.Second)
-			for got.count() < total && time.Now().Before(deadline) {
-				require.NoError(t, a.Progress())
-				time.Sleep(10 * time.Microsecond)
-			}
-			got.mu.Lock()
-			defer got.mu.Unlock()
-			assert.Empty(t, got.bad)
-			assert.Equal(t, uint64(total), got.next, "messages delivered")
+			got.await(t, a, total)
 		})
 	}
 }
@@ -160,16 +167,7 @@ func TestMessagesInOwnBuffers(t *testing.T) {
 	for i := range uint64(total) {
 		require.NoError(t, a.Send(ab, message(i, slot)))
 	}
-	require.NoError(t, a.Flush(t.Context()))
-	deadline := time.Now().Add(30 * time.Second)
-	for got.count() < total && time.Now().Before(deadline) {
-		require.NoError(t, a.Progress())
-		time.Sleep(10 * time.Microsecond)
-	}
-	got.mu.Lock()
-	defer got.mu.Unlock()
-	assert.Empty(t, got.bad)
-	assert.Equal(t, uint64(total), got.next, "messages delivered")
+	got.await(t, a, total)
 }
 
 // TestMessagesHandledLater: with HandleLater, a receive buffer is posted again only once the
