@@ -73,7 +73,7 @@ const (
 )
 
 // The sender's control words, which the receiver writes: the landing slots it has freed so far,
-// and its landing ring's address and key, then ringReady = 1.
+// and its landing ring's address and key, then ringReady = the ring id.
 const (
 	controlFreed = iota * 8
 	controlRingAddr
@@ -388,7 +388,7 @@ func (n *fabricNet) openLanding(id, addrLen uint64, payload []byte) error {
 	n.landings[h.id] = l
 	n.mu.Unlock()
 	at := ring.region.Remote()
-	for _, w := range []struct{ off, value uint64 }{{controlRingAddr, at.Addr}, {controlRingKey, at.Key}, {controlRingReady, 1}} {
+	for _, w := range []struct{ off, value uint64 }{{controlRingAddr, at.Addr}, {controlRingKey, at.Key}, {controlRingReady, h.id}} {
 		if err := n.ep.WriteValue(peer, h.control, w.off, w.value); err != nil {
 			return fmt.Errorf("answer a staged hello: %w", err)
 		}
@@ -416,6 +416,7 @@ type stagedLink struct {
 	control *hostRing     // the words the peer writes (controlFreed, ...)
 	landing fabric.Remote // the peer's landing ring, once opened
 	opened  bool          // the peer has answered the hello
+	openErr error         // why the hello failed: the link is unusable (a late answer could name another ring)
 	sent    uint64        // chunks written so far
 }
 
@@ -490,7 +491,7 @@ func (l *stagedLink) open() error {
 			return err
 		}
 	}
-	l.id = rand.Uint64()
+	l.id = rand.Uint64() | 1 // never 0, which ringReady holds until the answer
 	at := l.control.region.Remote()
 	if err := n.ep.Send(l.peer, func(buf []byte) (int, error) {
 		putStagedHeader(buf, stagedHello, l.id, 0, uint64(len(addr)))
@@ -500,7 +501,7 @@ func (l *stagedLink) open() error {
 	}); err != nil {
 		return fmt.Errorf("staged link: hello: %w", err)
 	}
-	if err := l.await(func() bool { return atomic.LoadUint64(l.control.word(controlRingReady)) != 0 }, "the peer's landing ring"); err != nil {
+	if err := l.await(func() bool { return atomic.LoadUint64(l.control.word(controlRingReady)) == l.id }, "the peer's landing ring"); err != nil {
 		return err
 	}
 	l.landing = fabric.Remote{Addr: atomic.LoadUint64(l.control.word(controlRingAddr)), Key: atomic.LoadUint64(l.control.word(controlRingKey)),
@@ -534,8 +535,11 @@ func (l *stagedLink) write(dst RegisteredMemory, dstOff uint64, src RegisteredMe
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.opened {
-		if err := l.open(); err != nil {
-			return err
+		if l.openErr == nil {
+			l.openErr = l.open()
+		}
+		if l.openErr != nil {
+			return l.openErr
 		}
 		l.opened = true
 	}
