@@ -263,6 +263,26 @@ func TestByLocalIndex(t *testing.T) {
 	}
 }
 
+// TestLinkPeers: the ranks a rank makes links with: on hosts of equal size those of the other
+// hosts only, on hosts of different sizes every other rank.
+func TestLinkPeers(t *testing.T) {
+	for _, tc := range []struct {
+		hashes []uint64
+		rank   int
+		want   []int
+	}{
+		{[]uint64{1, 2}, 0, []int{1}},
+		{[]uint64{1, 1, 2, 2}, 0, []int{2, 3}},
+		{[]uint64{1, 2, 1, 2}, 3, []int{0, 2}},
+		{[]uint64{3, 3, 4, 4, 5, 5}, 4, []int{0, 1, 2, 3}},
+		{[]uint64{1, 1, 1, 2}, 1, []int{0, 2, 3}}, // hosts of 3 and 1: every other rank
+		{[]uint64{1, 1, 1, 2}, 3, []int{0, 1, 2}},
+	} {
+		hostOf, hosts := hostsOf(tc.hashes)
+		assert.Equal(t, tc.want, linkPeers(hosts, hostOf, tc.rank), "hosts %v, rank %d", hosts, tc.rank)
+	}
+}
+
 // TestSpanningSetupFails: four ranks of two "hosts" (hashes given, ranks alternating) build the
 // spanning path's per-host bootstraps (each host's first rank runs the root and sends its id to
 // the others over the job's bootstrap); the local Comm then fails on this machine (no GPU here,

@@ -146,14 +146,9 @@ func newSpanning(ctx context.Context, b *bootstrap.TCP, ctxCore *core.Context, d
 	if s.local, err = New(ctx, s.localCom, device); err != nil {
 		return nil, fmt.Errorf("collectives among host %d's %d ranks: %w", s.hostOf[s.rank], len(mine), err)
 	}
-	others := make([]int, 0, s.nRanks-1)
-	for r := range s.nRanks {
-		if r != s.rank {
-			others = append(others, r)
-		}
-	}
+	others := linkPeers(s.hosts, s.hostOf, s.rank)
 	if s.links, err = newHostLinks(ctx, b, others); err != nil {
-		return nil, fmt.Errorf("network links with the other %d ranks: %w", len(others), err)
+		return nil, fmt.Errorf("network links with %d ranks: %w", len(others), err)
 	}
 	return s, nil
 }
@@ -290,6 +285,20 @@ func (s *spanning) allReduce(send, recv cuda.DevicePtr, count int, dt DataType, 
 		return fmt.Errorf("inside host %d: gather the shards: %w", me, err)
 	}
 	return s.copyAndWait(recv, scratch, uint64(count)*es, str)
+}
+
+// linkPeers lists the ranks that rank exchanges bytes with over the links, in rank order: on
+// hosts of equal size the ranks of the other hosts (the collectives move everything inside a host
+// on the local Comm), else every other rank (AllGather's flat path sends to every rank). Each
+// link holds its buffers (a few MiB) for the Comm's life, so none is made that no call uses.
+func linkPeers(hosts [][]int, hostOf []int, rank int) []int {
+	var peers []int
+	for r := range hostOf {
+		if r != rank && (!equalHosts(hosts) || hostOf[r] != hostOf[rank]) {
+			peers = append(peers, r)
+		}
+	}
+	return peers
 }
 
 // equalHosts reports whether every host has as many ranks as the first.
