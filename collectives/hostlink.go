@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -288,11 +289,11 @@ func (h *hostLinks) exchange(ctx context.Context, ts []transfer) error {
 		if spins%64 == 0 {
 			select {
 			case <-b.PeerFailed():
-				return fmt.Errorf("across hosts, waiting for ranks %v: %w: %w", h.owed(ts, at), ErrPeerFailed, b.PeerErr())
+				return fmt.Errorf("across hosts, waiting for ranks %v (%s): %w: %w", h.owed(ts, at), h.counts(ts, at), ErrPeerFailed, b.PeerErr())
 			default:
 			}
 			if time.Since(lastMove) > timeout {
-				return fmt.Errorf("ranks %v, for %v: %w", h.owed(ts, at), timeout, ErrNetTimedOut)
+				return fmt.Errorf("ranks %v, for %v (%s): %w", h.owed(ts, at), timeout, h.counts(ts, at), ErrNetTimedOut)
 			}
 			runtime.Gosched()
 		}
@@ -336,6 +337,23 @@ func (ts *transferSet) recv(peer int, b []byte) { ts.at(peer).recv = b }
 
 // transferProgress is how far a transfer got: bytes sent, bytes received.
 type transferProgress struct{ sent, taken int }
+
+// counts describes, for the error of a call that waited too long, where each unfinished transfer
+// stands: the call's bytes sent and received, and the stream's chunk counts (sent, and freed by
+// the peer; arrived from the peer, and taken here).
+func (h *hostLinks) counts(ts []transfer, at []transferProgress) string {
+	var parts []string
+	for i, t := range ts {
+		if !owes(t, at[i]) {
+			continue
+		}
+		l := h.streams[t.stream][t.peer]
+		parts = append(parts, fmt.Sprintf("rank %d stream %d: sent %d of %d bytes, received %d of %d; chunks sent %d, freed %d, arrived %d, taken %d",
+			t.peer, t.stream, at[i].sent, len(t.send), at[i].taken, len(t.recv),
+			l.sent, atomic.LoadUint64(l.word(linkFreedOff)), atomic.LoadUint64(l.word(linkArrivedOff)), l.taken))
+	}
+	return strings.Join(parts, "; ")
+}
 
 // owes reports whether transfer t, at p, is not done: bytes to send or receive.
 func owes(t transfer, p transferProgress) bool { return p.sent < len(t.send) || p.taken < len(t.recv) }

@@ -125,7 +125,8 @@ func TestHostLinksOneWay(t *testing.T) {
 }
 
 // TestHostLinksTimeout: a peer that never sends leaves its receiver waiting: the call fails with
-// ErrNetTimedOut naming it after MSCCLPP_NET_TIMEOUT (1 s here) instead of hanging.
+// ErrNetTimedOut naming it, with the stream's counts, after MSCCLPP_NET_TIMEOUT (1 s here) instead
+// of hanging.
 func TestHostLinksTimeout(t *testing.T) {
 	requireTCP(t)
 	config.NetTimeout.Set(time.Second)
@@ -141,6 +142,8 @@ func TestHostLinksTimeout(t *testing.T) {
 				return fmt.Errorf("gave up after %v, want about 1 s", took)
 			}
 			assert.ErrorContains(t, err, "ranks [0]")
+			assert.ErrorContains(t, err, "rank 0 stream 0: sent 0 of 0 bytes, received 0 of 100; chunks sent 0, freed 0, arrived 0, taken 0",
+				"the error gives the stream's counts")
 		}
 		return b.Barrier(ctx)
 	})
