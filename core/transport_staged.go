@@ -93,7 +93,7 @@ type stagingCopier interface {
 	fromHost(dst cuda.DevicePtr, src []byte, device int) (done func() (bool, error), err error)
 }
 
-// stagedRegion is GPU memory of this process that peers write into through staged messages.
+// stagedRegion is GPU memory of this process that peers write into through the staged path.
 type stagedRegion struct {
 	addr   cuda.DevicePtr
 	size   uint64
@@ -175,7 +175,7 @@ func (n *fabricNet) enableStaged(g *contextGPU) error {
 		n.bufs = hostBuffersOn(g)
 		cfg := fabric.MessageConfig{
 			SlotBytes: stagedMsgBytes, RecvSlots: stagedRecvSlots, SendSlots: stagedSendSlots,
-			HandleLater: n.handleStaged, HandlerLabel: "staged GPU memory",
+			Handle: n.handleStaged, HandlerLabel: "staged GPU memory",
 		}
 		if g != nil { // page-locked message buffers too (cuMemFreeHost needs no size)
 			cfg.Alloc, cfg.Free = n.bufs.alloc, func(p unsafe.Pointer) error { return n.bufs.free(p, 0) }
@@ -211,7 +211,7 @@ func (n *fabricNet) registerStaged(ptr cuda.DevicePtr, size uint64, device int, 
 	return h, nil
 }
 
-// isStaged reports whether m is GPU memory reached through staged messages.
+// isStaged reports whether m is GPU memory reached through the staged path.
 func isStaged(m RegisteredMemory) bool {
 	return isFabric(m.transport) && m.handle[16] == stagedHandleMark
 }
@@ -421,7 +421,7 @@ type stagedLink struct {
 }
 
 // registerStaged registers size bytes of device memory at ptr on GPU ordinal: peers write into
-// it through staged messages. c.mu is held.
+// it through the staged path. c.mu is held.
 func (l libfabric) registerStaged(c *Context, ptr cuda.DevicePtr, size uint64, ordinal int) (RegisteredMemory, error) {
 	g, err := c.gpu(ordinal)
 	if err != nil {
@@ -602,10 +602,10 @@ func (l *stagedLink) close() error {
 }
 
 // gpuCopier is the stagingCopier of a Context: driver copies on the GPU's stream, with its
-// context current. A copy out of GPU memory completes before toHost returns (the message is sent
+// context current. A copy out of GPU memory completes before toHost returns (the chunk is written
 // next); a copy into GPU memory only starts (fromHost), so that the receiver's network work goes on
-// while the copy engine works, and the message's buffer is given back once the copy's event has
-// completed.
+// while the copy engine works, and the landing slot (or the value's message buffer) is given back
+// once the copy's event has completed.
 type gpuCopier struct {
 	c *Context
 	// last is the GPU of the latest copy into GPU memory (only the goroutine that delivers

@@ -29,12 +29,11 @@ type MessageConfig struct {
 	SlotBytes uint64 // the largest message
 	RecvSlots int    // receive buffers posted at once
 	SendSlots int    // messages in flight at once from this endpoint
-	Handle    func(msg []byte) error
-	// HandleLater, set in place of Handle, handles a message whose buffer it may still read
-	// after it returns (a copy engine copying out of it): done reports whether it has finished
-	// with the buffer, which is posted for a new message only then (a nil done: at once).
-	// Messages are still handed over in order, without waiting for the earlier ones' done.
-	HandleLater  func(msg []byte) (done func() (bool, error), err error)
+	// Handle handles one message. It may still read the message's buffer after it returns (a
+	// copy engine copying out of it): done reports whether it has finished with the buffer, which
+	// is posted for a new message only then (a nil done: at once). Messages are handed over in
+	// order, without waiting for the earlier ones' done.
+	Handle       func(msg []byte) (done func() (bool, error), err error)
 	HandlerLabel string // names the handler in errors
 	// Alloc, when set, allocates the message buffers (n bytes; they need not be zeroed) in place
 	// of C memory: page-locked memory, say, which a GPU's copy engine reads and writes directly.
@@ -61,7 +60,7 @@ type messages struct {
 	sendBusy  []bool   // send slot whose message has not completed (e.mu)
 	sendNext  uint64   // the send slot tried next (e.mu)
 	delivered uint64   // messages handed to the handler (e.deliver)
-	held      []held   // receive slots whose messages HandleLater still reads (e.deliver)
+	held      []held   // receive slots whose messages the handler still reads (e.deliver)
 }
 
 // EnableMessages allocates and registers the endpoint's message buffers, posts the receive
@@ -69,10 +68,9 @@ type messages struct {
 // from Progress and Flush (never from two goroutines at once). It may be called once.
 func (e *Endpoint) EnableMessages(cfg MessageConfig) error {
 	switch {
-	case cfg.SlotBytes == 0 || cfg.RecvSlots <= 0 || cfg.SendSlots <= 0 || (cfg.Handle == nil) == (cfg.HandleLater == nil) ||
-		(cfg.Alloc == nil) != (cfg.Free == nil):
-		return fmt.Errorf("enable messages: %d-byte slots, %d receive and %d send slots, Handle set %v, HandleLater set %v, allocator %v, free %v: %w",
-			cfg.SlotBytes, cfg.RecvSlots, cfg.SendSlots, cfg.Handle != nil, cfg.HandleLater != nil, cfg.Alloc != nil, cfg.Free != nil, errs.ErrInvalidArgument)
+	case cfg.SlotBytes == 0 || cfg.RecvSlots <= 0 || cfg.SendSlots <= 0 || cfg.Handle == nil || (cfg.Alloc == nil) != (cfg.Free == nil):
+		return fmt.Errorf("enable messages: %d-byte slots, %d receive and %d send slots, handler set %v, allocator %v, free %v: %w",
+			cfg.SlotBytes, cfg.RecvSlots, cfg.SendSlots, cfg.Handle != nil, cfg.Alloc != nil, cfg.Free != nil, errs.ErrInvalidArgument)
 	case cfg.SlotBytes > e.maxMsg:
 		return fmt.Errorf("enable messages: %d-byte slots, but %v carries at most %d bytes a message: %w",
 			cfg.SlotBytes, e, e.maxMsg, errs.ErrInvalidArgument)
@@ -370,7 +368,7 @@ func (e *Endpoint) takeSendSlot() (*messages, uint64, error) {
 }
 
 // deliverMessages hands the messages received so far to the handler, in the order they were
-// sent, and posts their buffers again (those HandleLater still reads once it has finished). Only one goroutine delivers at a time; the handler runs without
+// sent, and posts their buffers again (those the handler still reads once it has finished). Only one goroutine delivers at a time; the handler runs without
 // e.mu, so it may send.
 func (e *Endpoint) deliverMessages() error {
 	e.deliver.Lock()
@@ -391,13 +389,8 @@ func (e *Endpoint) deliverMessages() error {
 			return nil
 		}
 		msg := unsafe.Slice((*byte)(unsafe.Add(m.recvBase, slot*m.cfg.SlotBytes)), n)
-		var done func() (bool, error)
-		var handleErr, postErr error
-		if m.cfg.HandleLater != nil {
-			done, handleErr = m.cfg.HandleLater(msg)
-		} else {
-			handleErr = m.cfg.Handle(msg)
-		}
+		done, handleErr := m.cfg.Handle(msg)
+		var postErr error
 		m.delivered++
 		if done != nil {
 			m.held = append(m.held, held{slot: slot, done: done})

@@ -68,6 +68,14 @@ func (in *inbox) await(t *testing.T, sender *Endpoint, total uint64) {
 	assert.Equal(t, total, in.next, "messages delivered")
 }
 
+// handledNow makes f a handler that is done with each message's buffer when it returns.
+func handledNow(f func([]byte) error) func([]byte) (func() (bool, error), error) {
+	return func(msg []byte) (func() (bool, error), error) { return nil, f(msg) }
+}
+
+// ignore is a handler that drops every message.
+var ignore = handledNow(func([]byte) error { return nil })
+
 func pattern(i uint64, k int) byte { return byte(i*31 + uint64(k)*7) }
 
 // message fills buf with message i of n bytes.
@@ -94,8 +102,8 @@ func TestMessagesInOrder(t *testing.T) {
 			assert.True(t, a.SendsAfterWrites(), "messages ordered after writes (staged GPU memory relies on it)")
 			const slot = 64 << 10
 			var got inbox
-			require.NoError(t, a.EnableMessages(MessageConfig{SlotBytes: slot, RecvSlots: 4, SendSlots: 3, Handle: func([]byte) error { return nil }}))
-			require.NoError(t, b.EnableMessages(MessageConfig{SlotBytes: slot, RecvSlots: 4, SendSlots: 3, Handle: got.handle, HandlerLabel: "test inbox"}))
+			require.NoError(t, a.EnableMessages(MessageConfig{SlotBytes: slot, RecvSlots: 4, SendSlots: 3, Handle: ignore}))
+			require.NoError(t, b.EnableMessages(MessageConfig{SlotBytes: slot, RecvSlots: 4, SendSlots: 3, Handle: handledNow(got.handle), HandlerLabel: "test inbox"}))
 			progressInBackground(t, b)
 			sizes := []int{8, 9, 100, 4096, 16 << 10, slot - 1, slot}
 			const total = 200
@@ -155,9 +163,9 @@ func TestMessagesInOwnBuffers(t *testing.T) {
 	a, b, ab, _ := pair(t, "tcp", "")
 	var got inbox
 	const slot = 4096
-	require.NoError(t, a.EnableMessages(MessageConfig{SlotBytes: slot, RecvSlots: 2, SendSlots: 2, Handle: func([]byte) error { return nil },
+	require.NoError(t, a.EnableMessages(MessageConfig{SlotBytes: slot, RecvSlots: 2, SendSlots: 2, Handle: ignore,
 		Alloc: bufs.alloc, Free: bufs.free}))
-	require.NoError(t, b.EnableMessages(MessageConfig{SlotBytes: slot, RecvSlots: 2, SendSlots: 2, Handle: got.handle,
+	require.NoError(t, b.EnableMessages(MessageConfig{SlotBytes: slot, RecvSlots: 2, SendSlots: 2, Handle: handledNow(got.handle),
 		Alloc: bufs.alloc, Free: bufs.free}))
 	bufs.mu.Lock()
 	assert.Len(t, bufs.live, 4, "buffers allocated")
@@ -170,18 +178,19 @@ func TestMessagesInOwnBuffers(t *testing.T) {
 	got.await(t, a, total)
 }
 
-// TestMessagesHandledLater: with HandleLater, a receive buffer is posted again only once the
-// handler says it has finished with it: with 2 receive buffers both held, a third message waits
-// at the provider, and comes once one buffer is given back; the messages still come in order.
+// TestMessagesHandledLater: a receive buffer whose handler returned a done is posted again only
+// once done says the handler has finished with it: with 2 receive buffers both held, a third
+// message waits at the provider, and comes once one buffer is given back; the messages still come
+// in order.
 func TestMessagesHandledLater(t *testing.T) {
 	for _, provider := range []string{"tcp", "shm"} {
 		t.Run(provider, func(t *testing.T) {
 			a, b, ab, _ := pair(t, provider, "")
 			var got inbox
 			var released atomic.Int64 // how many of the held messages the test has let go
-			require.NoError(t, a.EnableMessages(MessageConfig{SlotBytes: 256, RecvSlots: 2, SendSlots: 4, Handle: func([]byte) error { return nil }}))
+			require.NoError(t, a.EnableMessages(MessageConfig{SlotBytes: 256, RecvSlots: 2, SendSlots: 4, Handle: ignore}))
 			require.NoError(t, b.EnableMessages(MessageConfig{SlotBytes: 256, RecvSlots: 2, SendSlots: 4, HandlerLabel: "test inbox",
-				HandleLater: func(msg []byte) (func() (bool, error), error) {
+				Handle: func(msg []byte) (func() (bool, error), error) {
 					i := int64(got.count())
 					if err := got.handle(msg); err != nil {
 						return nil, err
@@ -232,18 +241,16 @@ func TestMessagesRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "not enabled")
 
 	for _, cfg := range []MessageConfig{
-		{SlotBytes: 0, RecvSlots: 1, SendSlots: 1, Handle: func([]byte) error { return nil }},
-		{SlotBytes: 64, RecvSlots: 0, SendSlots: 1, Handle: func([]byte) error { return nil }},
-		{SlotBytes: 64, RecvSlots: 1, SendSlots: 0, Handle: func([]byte) error { return nil }},
+		{SlotBytes: 0, RecvSlots: 1, SendSlots: 1, Handle: ignore},
+		{SlotBytes: 64, RecvSlots: 0, SendSlots: 1, Handle: ignore},
+		{SlotBytes: 64, RecvSlots: 1, SendSlots: 0, Handle: ignore},
 		{SlotBytes: 64, RecvSlots: 1, SendSlots: 1},
-		{SlotBytes: 64, RecvSlots: 1, SendSlots: 1, Handle: func([]byte) error { return nil }, Alloc: func(uint64) (unsafe.Pointer, error) { return nil, nil }},
-		{SlotBytes: 64, RecvSlots: 1, SendSlots: 1, Handle: func([]byte) error { return nil },
-			HandleLater: func([]byte) (func() (bool, error), error) { return nil, nil }},
+		{SlotBytes: 64, RecvSlots: 1, SendSlots: 1, Handle: ignore, Alloc: func(uint64) (unsafe.Pointer, error) { return nil, nil }},
 	} {
 		assert.ErrorIs(t, a.EnableMessages(cfg), errs.ErrInvalidArgument, "%+v", cfg)
 	}
-	require.NoError(t, a.EnableMessages(MessageConfig{SlotBytes: 64, RecvSlots: 2, SendSlots: 2, Handle: func([]byte) error { return nil }}))
-	assert.ErrorIs(t, a.EnableMessages(MessageConfig{SlotBytes: 64, RecvSlots: 2, SendSlots: 2, Handle: func([]byte) error { return nil }}), errs.ErrInvalidUsage)
+	require.NoError(t, a.EnableMessages(MessageConfig{SlotBytes: 64, RecvSlots: 2, SendSlots: 2, Handle: ignore}))
+	assert.ErrorIs(t, a.EnableMessages(MessageConfig{SlotBytes: 64, RecvSlots: 2, SendSlots: 2, Handle: ignore}), errs.ErrInvalidUsage)
 
 	err = a.Send(ab, message(0, 65))
 	require.ErrorIs(t, err, errs.ErrInvalidArgument)
@@ -253,7 +260,7 @@ func TestMessagesRefused(t *testing.T) {
 
 	bad := errors.New("not a message this side understands")
 	require.NoError(t, b.EnableMessages(MessageConfig{SlotBytes: 64, RecvSlots: 2, SendSlots: 2,
-		Handle: func([]byte) error { return bad }, HandlerLabel: "strict handler"}))
+		Handle: handledNow(func([]byte) error { return bad }), HandlerLabel: "strict handler"}))
 	sent := make(chan error, 1)
 	go func() { sent <- a.Send(ab, message(0, 8)) }() // on tcp the connection forms only while b progresses
 	deadline := time.Now().Add(30 * time.Second)
