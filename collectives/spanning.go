@@ -32,8 +32,9 @@ import (
 // host's size). Either way the hosts' results are reduced in host order, so every rank computes
 // the same bits; avg sums and divides once at the end. ReduceScatter reduce-scatters inside the
 // host first, so that each rank sends only the blocks of its local index across (hosts of equal
-// size; else it is an AllReduce into a temporary buffer). AllGather swaps parts between ranks of the same local index, then gathers
-// inside the host (hosts of equal size; else every part goes to every rank); Broadcast goes from
+// size; else it is an AllReduce into a temporary buffer). AllGather swaps parts between ranks of
+// the same local index, then gathers inside the host (hosts of equal size; else every part goes
+// to every rank); Broadcast goes from
 // the root to one relay per host, then inside each host. SendRecv and
 // AlltoAll move the transfers with peers of this host on the local Comm's kernel and those with
 // peers on other hosts over the links, whose streams keep a pair's bytes in order.
