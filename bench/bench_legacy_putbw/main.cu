@@ -3,7 +3,8 @@
 //
 //   one-way: rank 0 runs N x (putWithSignal of `size` bytes + flush); rank 1 runs N x wait.
 //   bidir:   both ranks run N x (putWithSignal + flush), then N x wait; GB/s per direction.
-//   latency: 8-byte ping-pong, putWithSignal + wait each way; the round trip per iteration.
+//   latency: 8-byte ping-pong, putWithSignal + wait each way; the round trip per iteration. Then
+//            the same with signal() alone (no data copy), which parts the proxy's copy from the rest.
 //
 // Each figure is one kernel of N iterations timed with CUDA events (launch cost excluded), after
 // a warm-up run. Every size's last transfer is checked byte by byte on the receiving GPU.
@@ -55,10 +56,11 @@ __global__ void bidirKernel(mscclppDevConn_t* conn, uint64_t dst, uint64_t size,
   for (uint64_t i = 0; i < iters; i++) conn->wait();
 }
 
-__global__ void pingPongKernel(mscclppDevConn_t* conn, bool first, uint64_t dst, uint64_t iters) {
+__global__ void pingPongKernel(mscclppDevConn_t* conn, bool first, uint64_t dst, uint64_t iters, bool withData) {
   for (uint64_t i = 0; i < iters; i++) {
     if (!first) conn->wait();
-    conn->putWithSignal(dst, 0, kLatencyBytes);
+    if (withData) conn->putWithSignal(dst, 0, kLatencyBytes);
+    else conn->signal();
     if (first) conn->wait();
   }
   conn->flush();
@@ -180,13 +182,17 @@ int main(int argc, char** argv) {
                   size * iters / (oneWay * 1e-3) / kBytesPerGB, size * iters / (bidirMax * 1e-3) / kBytesPerGB,
                   wrong == 0 ? "ok" : "WRONG");
   }
-  float ms = b.timed(kLatencyIters, [&](uint64_t n) {
-    pingPongKernel<<<1, 1, 0, b.stream>>>(b.conn, g_rank == kSender, kMaxBytes, n);
-  }, "ping-pong");
-  MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
-  if (g_rank == 0)
-    std::printf("# round trip, %llu-byte putWithSignal + wait each way: %.2f us\n",
-                (unsigned long long)kLatencyBytes, ms * 1e3 / kLatencyIters);
+  for (bool withData : {true, false}) {
+    float ms = b.timed(kLatencyIters, [&](uint64_t n) {
+      pingPongKernel<<<1, 1, 0, b.stream>>>(b.conn, g_rank == kSender, kMaxBytes, n, withData);
+    }, "ping-pong");
+    MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+    if (g_rank == 0 && withData)
+      std::printf("# round trip, %llu-byte putWithSignal + wait each way: %.2f us\n",
+                  (unsigned long long)kLatencyBytes, ms * 1e3 / kLatencyIters);
+    if (g_rank == 0 && !withData)
+      std::printf("# round trip, signal + wait each way (no data): %.2f us\n", ms * 1e3 / kLatencyIters);
+  }
 
   check(mscclppProxyStop(comm) == mscclppSuccess, "proxy stop");
   check(mscclppCommDestroy(comm) == mscclppSuccess, "destroy");
