@@ -12,6 +12,10 @@ const (
 	AlgoPacket  = "packet"  // one-shot LL packets (every collective)
 	AlgoPacket2 = "packet2" // two-shot LL packets: reduce-scatter and all-gather (AllReduce)
 	AlgoRSAG    = "rsag"    // reduce-scatter + all-gather rounds (AllReduce)
+	// AlgoOneShot is every rank's whole input copied into every peer's scratch, one signal
+	// exchange per round, and every rank reducing all of them (AllReduce; at most
+	// maxZeroCopyPeers + 1 ranks).
+	AlgoOneShot = "oneshot"
 	// AlgoPut is copies into the peers' scratch and a signal per round (AllGather, Broadcast;
 	// ReduceScatter: rsag's reduce-scatter rounds).
 	AlgoPut    = "put"
@@ -50,6 +54,10 @@ const (
 	// roundBytesPerBlock: the round algorithms give each block at least this much data before
 	// adding blocks.
 	roundBytesPerBlock = 32 << 10
+	// oneShotBytesPerBlock: oneshot gives each block at least this much of the buffer: every
+	// block from 1 MiB (2 x H200, 2 MiB: 12.9-13.0 us against 13.3-13.4 with 32 KiB per block,
+	// 1 MiB 9.5 against 10.4).
+	oneShotBytesPerBlock = 8 << 10
 	// dataBankBytes sizes the data banks of the scratch (4 x nRanks x maxBlocks slots); the
 	// slot (chunk) size follows from it and the rank count: 512 KiB on 2 ranks, 256 KiB on 4.
 	dataBankBytes = 512 << 20
@@ -62,17 +70,25 @@ const (
 // Default crossovers (bytes of the whole AllReduce buffer; bytes per rank for AllGather),
 // measured on H200s over NVLink (docs/PERFORMANCE.md).
 //
-// allReducePacketLimit: on 2 ranks with unregistered buffers, one-shot packets up to a whole
-// packet slot: at 1 MiB they took 10.2 us where rsag took 15.8 and NCCL 13.3 (2 x H100, graph
-// mode, 2026-11-26); with registered buffers direct takes over from 512 KiB.
-func allReducePacketLimit(nRanks int, zeroCopy bool) uint64 {
-	switch {
-	case nRanks <= 2 && !zeroCopy:
-		return packetMaxBytes
-	case nRanks <= 2:
+// allReducePacketLimit: on 2 ranks, one-shot packets to 512 KiB, then oneshot (unregistered
+// buffers) or direct (registered); 128 KiB on more ranks.
+func allReducePacketLimit(nRanks int) uint64 {
+	if nRanks <= 2 {
 		return 512 << 10
 	}
 	return 128 << 10
+}
+
+// allReduceOneShotLimit: on 2 ranks with unregistered buffers, oneshot from the packet limit to
+// here, then rsag. 2 x H200, graph mode, same runs (2026-11-27): 512 KiB packet 6.6 us, oneshot
+// 7.6; 1 MiB packet 10.2, oneshot 9.5; 2 MiB oneshot 12.9-13.0, rsag 16.1; 8 MiB oneshot 33.2,
+// rsag 34.7; 16 MiB oneshot 61-64, rsag 58. On more ranks each rank would send its whole buffer
+// to every peer: not picked.
+func allReduceOneShotLimit(nRanks int) uint64 {
+	if nRanks <= 2 {
+		return 8 << 20
+	}
+	return 0
 }
 
 // allReducePacket2Limit: two-shot packets pay off only beyond two ranks (on two, one-shot moves
@@ -170,12 +186,18 @@ func chooseAllReduce(bytes uint64, dt DataType, op Op, nRanks, maxGrid int, reg 
 		if fitsTwoShot {
 			algo = AlgoPacket2
 		}
+	case AlgoOneShot:
+		if nRanks-1 <= maxZeroCopyPeers {
+			algo = AlgoOneShot
+		}
 	case AlgoAuto:
 		switch {
-		case bytes <= allReducePacketLimit(nRanks, zeroCopy):
+		case bytes <= allReducePacketLimit(nRanks):
 			algo = AlgoPacket
 		case bytes <= allReducePacket2Limit(nRanks, zeroCopy) && fitsTwoShot:
 			algo = AlgoPacket2
+		case !zeroCopy && bytes <= allReduceOneShotLimit(nRanks):
+			algo = AlgoOneShot
 		case zeroCopy && bytes <= allReduceDirectLimit(nRanks):
 			algo = AlgoDirect
 		case zeroCopy && reg.copyEngine && reg.sendCopyEngine && bytes >= allReducePortMinBytes(nRanks):
@@ -194,6 +216,8 @@ func chooseAllReduce(bytes uint64, dt DataType, op Op, nRanks, maxGrid int, reg 
 		return plan{algo, kernel, roundBlocks(share, maxGrid-1) + 1, rsagThreads}
 	case AlgoDirect:
 		return plan{algo, kernel, roundBlocks(share, maxGrid), directThreads}
+	case AlgoOneShot:
+		return plan{algo, kernel, clampBlocks((bytes+oneShotBytesPerBlock-1)/oneShotBytesPerBlock, maxGrid), rsagThreads}
 	}
 	return plan{algo, kernel, packetBlocks(bytes, maxGrid), packetThreads}
 }
@@ -242,7 +266,7 @@ func kernelNames() []string {
 			continue
 		}
 		for op := Sum; op.Valid(); op++ {
-			for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG, AlgoDirect, AlgoRSAGDirect, AlgoRSAGPort, AlgoPort} {
+			for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG, AlgoOneShot, AlgoDirect, AlgoRSAGDirect, AlgoRSAGPort, AlgoPort} {
 				add(allReduceKernel(algo, dt, op))
 			}
 			for _, algo := range []string{AlgoPacket, AlgoPut} {

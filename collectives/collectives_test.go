@@ -31,20 +31,27 @@ func TestChooseAllReduce(t *testing.T) {
 		threads  int
 	}{
 		{4, 2, false, AlgoAuto, AlgoPacket, 1, packetThreads},
-		{packetMaxBytes, 2, false, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
-		{packetMaxBytes + 4, 2, false, AlgoAuto, AlgoRSAG, 17, rsagThreads},
+		{512 << 10, 2, false, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
+		// oneshot on 2 ranks past the packet limit, a block per 8 KiB, then rsag.
+		{512<<10 + 4, 2, false, AlgoAuto, AlgoOneShot, 65, rsagThreads},
+		{8 << 20, 2, false, AlgoAuto, AlgoOneShot, maxBlocks, rsagThreads},
+		{8<<20 + 4, 2, false, AlgoAuto, AlgoRSAG, 128, rsagThreads},
 		{128<<10 + 4, 4, false, AlgoAuto, AlgoPacket2, 33, packetThreads},
 		{1 << 20, 4, false, AlgoAuto, AlgoPacket2, maxBlocks, packetThreads},
 		{1<<20 + 4, 4, false, AlgoAuto, AlgoRSAG, 9, rsagThreads},
 		{4 << 20, 4, false, AlgoPacket2, AlgoPacket2, maxBlocks, packetThreads},
 		{4<<20 + 64, 4, false, AlgoPacket2, AlgoRSAG, 33, rsagThreads}, // a shard beyond a packet slot
-		{2 << 20, 2, false, AlgoAuto, AlgoRSAG, 32, rsagThreads},
 		{1 << 30, 2, false, AlgoAuto, AlgoRSAG, maxBlocks, rsagThreads},
-		{4 << 20, 2, false, AlgoAuto, AlgoRSAG, 64, rsagThreads},
 		{16 << 20, 4, false, AlgoAuto, AlgoRSAG, 128, rsagThreads},
 		{4, 2, false, AlgoRSAG, AlgoRSAG, 1, rsagThreads},
+		{2 << 20, 2, false, AlgoRSAG, AlgoRSAG, 32, rsagThreads},
+		// oneshot forced: any size; beyond maxZeroCopyPeers + 1 ranks, rsag.
+		{4, 8, false, AlgoOneShot, AlgoOneShot, 1, rsagThreads},
+		{1 << 30, 8, true, AlgoOneShot, AlgoOneShot, maxBlocks, rsagThreads},
+		{2 << 20, maxZeroCopyPeers + 2, false, AlgoOneShot, AlgoRSAG, 1, rsagThreads},
 		{packetMaxBytes, 8, false, AlgoPacket, AlgoPacket, maxBlocks, packetThreads},
 		{packetMaxBytes + 4, 2, false, AlgoPacket, AlgoRSAG, 17, rsagThreads}, // beyond a packet slot
+		{packetMaxBytes + 4, 2, false, AlgoPacket2, AlgoPacket2, 128, packetThreads},
 		// Registered buffers: direct above the one-shot packet limit, or when forced.
 		{512 << 10, 2, true, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
 		{512<<10 + 4, 2, true, AlgoAuto, AlgoDirect, 9, directThreads},
@@ -58,9 +65,9 @@ func TestChooseAllReduce(t *testing.T) {
 		{4, 2, true, AlgoRSAGDirect, AlgoRSAGDirect, 1, rsagThreads},
 		{4, 2, false, AlgoRSAGDirect, AlgoPacket, 1, packetThreads}, // not registered: auto
 		{4, 2, true, AlgoDirect, AlgoDirect, 1, directThreads},
-		{4, 2, false, AlgoDirect, AlgoPacket, 1, packetThreads}, // not registered: auto
-		{2 << 20, 2, false, AlgoDirect, AlgoRSAG, 32, rsagThreads},
-		{2 << 20, 2, true, AlgoRSAG, AlgoRSAG, 32, rsagThreads}, // forced scratch algorithms win
+		{4, 2, false, AlgoDirect, AlgoPacket, 1, packetThreads},        // not registered: auto
+		{2 << 20, 2, false, AlgoDirect, AlgoOneShot, 128, rsagThreads}, // not registered: auto
+		{2 << 20, 2, true, AlgoRSAG, AlgoRSAG, 32, rsagThreads},        // forced scratch algorithms win
 		// rsag_port: the reducing blocks plus one; only where the copy engines may run (below).
 		{4, 2, true, AlgoRSAGPort, AlgoPacket, 1, packetThreads},
 	}
@@ -302,10 +309,10 @@ func TestKernelNamesCoverEveryType(t *testing.T) {
 	}
 	assert.Equal(t, 10, reducible, "every type but fp8")
 	assert.Len(t, sums, 7, "unsigned types sum with the signed kernels")
-	// Four AllGather and three Broadcast kernels; seven AllReduce and two ReduceScatter
+	// Four AllGather and three Broadcast kernels; eight AllReduce and two ReduceScatter
 	// algorithms, each with an entry point per reducible type and one per distinct sum, and a
 	// Scale kernel per reducible type.
-	assert.Len(t, kernelNames(), 4+3+(7+2)*(reducible+len(sums))+reducible)
+	assert.Len(t, kernelNames(), 4+3+(8+2)*(reducible+len(sums))+reducible)
 }
 
 // TestKernelNames: a reducing kernel's entry point is its algorithm's with, for sum, "sum_" and

@@ -27,6 +27,9 @@
 // Algorithms (see docs/PERFORMANCE.md for the measured crossovers):
 //   - packet: one-shot with LL packets (data and flag in one 16-byte store) into the peers'
 //     scratch, for small messages: no signal round trip (ReduceScatter's is packet2's first half);
+//   - oneshot (AllReduce, 2 ranks past the packet limit to 8 MiB): every rank copies its whole
+//     input into every peer's scratch, one signal exchange per round, and reduces all the inputs
+//     itself;
 //   - rsag (AllReduce): reduce-scatter then all-gather in pipelined rounds, one semaphore per
 //     thread block and peer;
 //   - put (AllGather, Broadcast): copies into the peers' scratch (Broadcast: the root's only), a

@@ -71,7 +71,7 @@ func TestModulesHaveTheirEntryPoints(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"allgather_direct", "allgather_packet", "allgather_port", "allgather_put", "allreduce_direct",
-		"allreduce_packet", "allreduce_packet2", "allreduce_port", "allreduce_rsag", "allreduce_rsag_port",
+		"allreduce_oneshot", "allreduce_packet", "allreduce_packet2", "allreduce_port", "allreduce_rsag", "allreduce_rsag_port",
 		"broadcast_packet", "broadcast_put", "broadcast_sag", "reducescatter_packet", "reducescatter_put", "scale",
 		"sendrecv"}, names)
 	for _, prefix := range []string{"mscclpp_allreduce_packet", "mscclpp_allreduce_packet2", "mscclpp_allreduce_rsag",

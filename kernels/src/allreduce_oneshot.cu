@@ -1,0 +1,57 @@
+// allreduce_oneshot.cu: one-shot AllReduce through the scratch, without packets: every rank copies
+// its whole input into every peer's scratch, one signal exchange, then every rank reduces all the
+// inputs itself. On 2 ranks it moves as many bytes over the links as rsag (the whole buffer each
+// way) with one signal exchange per round instead of two, and half the bytes of the packet
+// kernel; for the sizes between the packet limit and a few MiB.
+//
+// The buffer is cut into one part per thread block; block b of every rank handles part b, in
+// rounds of at most chunkBytes, and talks only to block b of the peers. One round:
+//   1. copy this rank's piece of part b into every peer's reduce slot for this rank;
+//   2. signal the peers, wait for theirs;
+//   3. reduce the piece of every rank (this rank's input, the peers' slots), in rank order, into
+//      the output.
+// Rounds alternate between the two banks of slots (State.rounds): a round writes the bank that
+// the peer's block last read two rounds before, and the peer signalled the round in between only
+// after that read.
+#include "rsag.cuh"
+
+namespace coll {
+
+template <typename T, uint32_t Op>
+__device__ __forceinline__ void allreduceOneshot(const Args& a) {
+  constexpr uint64_t kVec = sizeof(uint4) / sizeof(T);
+  __shared__ char* peerSlot[kMaxZeroCopyPeers];
+  const uint32_t block = blockIdx.x;
+  const uint32_t nPeers = a.nRanks - 1;
+  const uint64_t count = a.count;
+  const T* send = static_cast<const T*>(a.send);
+  T* recv = static_cast<T*>(a.recv);
+  const uint64_t part = roundUp(ceilDiv(count, gridDim.x), kVec);
+  const uint64_t chunk = a.chunkBytes / sizeof(T);
+  const uint64_t partBegin = block * part;
+  const uint64_t partEnd = partBegin + clampLen(partBegin, part, count);
+  uint32_t round = a.state->rounds[block];
+  for (uint64_t off = partBegin; off < partEnd; off += chunk, ++round) {
+    const uint32_t bank = round & 1;
+    const uint64_t n = partEnd - off < chunk ? partEnd - off : chunk;
+    const uint64_t mySlot = dataSlotOffset(a, bank, kReduceSlots, a.rank, block);
+    if (threadIdx.x < nPeers) peerSlot[threadIdx.x] = static_cast<char*>(channel(a, block, threadIdx.x).dst) + mySlot;
+    __syncthreads();
+    broadcastBytes([](uint32_t p) { return peerSlot[p]; }, nPeers, reinterpret_cast<const char*>(send + off),
+                   n * sizeof(T), threadIdx.x, blockDim.x);
+    exchangeSignals(a, block);
+    auto src = [&](uint32_t r) -> const T* {
+      return r == a.rank ? send + off
+                         : reinterpret_cast<const T*>(a.scratch + dataSlotOffset(a, bank, kReduceSlots, r, block));
+    };
+    reduceToAll<T, Op, 1, kRsagBatch>(src, a.nRanks, [&](uint32_t) { return recv + off; }, 1, n, threadIdx.x,
+                                      blockDim.x, uint32_t(a.op));
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) a.state->rounds[block] = round;
+  finishCall(a.state);
+}
+
+}  // namespace coll
+
+COLL_REDUCE_ENTRIES(mscclpp_allreduce_oneshot, coll::allreduceOneshot, coll::kRsagThreads, COLL_ONE_BLOCK_PER_SM)
