@@ -10,9 +10,7 @@
 //   2. signal the peers, wait for theirs;
 //   3. reduce the piece of every rank (this rank's input, the peers' slots), in rank order, into
 //      the output.
-// Rounds alternate between the two banks of slots (State.rounds): a round writes the bank that
-// the peer's block last read two rounds before, and the peer signalled the round in between only
-// after that read.
+// The rounds are bankRounds' (rsag.cuh), as the reduce-scatter's.
 #include "rsag.cuh"
 
 namespace coll {
@@ -27,36 +25,28 @@ constexpr uint32_t kOneShotBatch = 2;
 
 template <typename T, uint32_t Op>
 __device__ __forceinline__ void allreduceOneshot(const Args& a) {
-  constexpr uint64_t kVec = sizeof(uint4) / sizeof(T);
   __shared__ char* peerSlot[kMaxZeroCopyPeers];
   const uint32_t block = blockIdx.x;
   const uint32_t nPeers = a.nRanks - 1;
-  const uint64_t count = a.count;
   const T* send = static_cast<const T*>(a.send);
   T* recv = static_cast<T*>(a.recv);
-  const uint64_t part = roundUp(ceilDiv(count, gridDim.x), kVec);
-  const uint64_t chunk = a.chunkBytes / sizeof(T);
-  const uint64_t partBegin = block * part;
-  const uint64_t partEnd = partBegin + clampLen(partBegin, part, count);
-  uint32_t round = a.state->rounds[block];
-  for (uint64_t off = partBegin; off < partEnd; off += chunk, ++round) {
-    const uint32_t bank = round & 1;
-    const uint64_t n = partEnd - off < chunk ? partEnd - off : chunk;
-    const uint64_t mySlot = dataSlotOffset(a, bank, kReduceSlots, a.rank, block);
-    if (threadIdx.x < nPeers) peerSlot[threadIdx.x] = static_cast<char*>(channel(a, block, threadIdx.x).dst) + mySlot;
-    __syncthreads();
-    broadcastBytes([](uint32_t p) { return peerSlot[p]; }, nPeers, reinterpret_cast<const char*>(send + off),
-                   n * sizeof(T), threadIdx.x, blockDim.x);
-    exchangeSignals(a, block);
-    auto src = [&](uint32_t r) -> const T* {
-      return r == a.rank ? send + off
-                         : reinterpret_cast<const T*>(a.scratch + dataSlotOffset(a, bank, kReduceSlots, r, block));
-    };
-    reduceToAll<T, Op, 1, kOneShotBatch>(src, a.nRanks, [&](uint32_t) { return recv + off; }, 1, n, threadIdx.x,
-                                      blockDim.x, uint32_t(a.op));
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) a.state->rounds[block] = round;
+  bankRounds<T>(
+      a, a.count,
+      [&](uint32_t bank, uint64_t off, uint64_t n) {
+        const uint64_t mySlot = dataSlotOffset(a, bank, kReduceSlots, a.rank, block);
+        if (threadIdx.x < nPeers) peerSlot[threadIdx.x] = static_cast<char*>(channel(a, block, threadIdx.x).dst) + mySlot;
+        __syncthreads();
+        broadcastBytes([](uint32_t p) { return peerSlot[p]; }, nPeers, reinterpret_cast<const char*>(send + off),
+                       n * sizeof(T), threadIdx.x, blockDim.x);
+      },
+      [&](uint32_t bank, uint64_t off, uint64_t n) {
+        auto src = [&](uint32_t r) -> const T* {
+          return r == a.rank ? send + off
+                             : reinterpret_cast<const T*>(a.scratch + dataSlotOffset(a, bank, kReduceSlots, r, block));
+        };
+        reduceToAll<T, Op, 1, kOneShotBatch>(src, a.nRanks, [&](uint32_t) { return recv + off; }, 1, n, threadIdx.x,
+                                             blockDim.x, uint32_t(a.op));
+      });
   finishCall(a.state);
 }
 

@@ -71,29 +71,43 @@ __device__ __forceinline__ void reduceAndBroadcast(const Args& a, uint32_t bank,
   reduceToAll<T, Op, 1, Batch>(src, a.nRanks, dst, 1 + nPeerOut, len, threadIdx.x, blockDim.x, uint32_t(a.op));
 }
 
-// The rounds of a reduce-scatter: block b of every rank handles part b of every shard (shard
-// elements each, count in all), in rounds of at most a data slot, alternating between the two
-// banks (State.rounds). Each round scatters this rank's pieces (step 1), exchanges signals with
-// the peers (step 2) and calls rest(bank, off, n) for the rest of the round: n elements at `off`
-// of every shard.
-template <typename T, typename Rest>
-__device__ __forceinline__ void reduceScatterRounds(const Args& a, uint64_t shard, uint64_t count, Rest rest) {
+// The rounds of the scratch's data banks: block b of every rank handles part b of `total`
+// elements, in rounds of at most a data slot, alternating between the two banks (State.rounds).
+// Each round calls fill(bank, off, n) (this rank's stores into the peers' slots), exchanges
+// signals with the peers, and calls rest(bank, off, n) for the rest of the round: n elements at
+// `off`. A round writes the bank the peers read two rounds before, and they signalled the round
+// between only after that read.
+template <typename T, typename Fill, typename Rest>
+__device__ __forceinline__ void bankRounds(const Args& a, uint64_t total, Fill fill, Rest rest) {
   constexpr uint64_t kVec = sizeof(uint4) / sizeof(T);
   const uint32_t block = blockIdx.x;
-  const uint64_t part = roundUp(ceilDiv(shard, gridDim.x), kVec);
+  const uint64_t part = roundUp(ceilDiv(total, gridDim.x), kVec);
   const uint64_t chunk = a.chunkBytes / sizeof(T);
   const uint64_t partBegin = block * part;
-  const uint64_t partEnd = partBegin + clampLen(partBegin, part, shard);
+  const uint64_t partEnd = partBegin + clampLen(partBegin, part, total);
   uint32_t round = a.state->rounds[block];
   for (uint64_t off = partBegin; off < partEnd; off += chunk, ++round) {
     const uint32_t bank = round & 1;
     const uint64_t n = partEnd - off < chunk ? partEnd - off : chunk;
-    scatterPieces(a, bank, block, static_cast<const T*>(a.send), shard, count, off, n);
+    fill(bank, off, n);
     exchangeSignals(a, block);
     rest(bank, off, n);
   }
   __syncthreads();
   if (threadIdx.x == 0) a.state->rounds[block] = round;
+}
+
+// The rounds of a reduce-scatter: bankRounds over a shard (shard elements of each rank's, count
+// in all), each round scattering this rank's pieces of every peer's shard (step 1) before the
+// signal exchange (step 2); rest(bank, off, n) gets n elements at `off` of every shard.
+template <typename T, typename Rest>
+__device__ __forceinline__ void reduceScatterRounds(const Args& a, uint64_t shard, uint64_t count, Rest rest) {
+  bankRounds<T>(
+      a, shard,
+      [&](uint32_t bank, uint64_t off, uint64_t n) {
+        scatterPieces(a, bank, blockIdx.x, static_cast<const T*>(a.send), shard, count, off, n);
+      },
+      rest);
 }
 
 }  // namespace coll
