@@ -22,7 +22,7 @@
 // <prefix>_<type suffix>, every operator, read from the argument at run time (suffixes i8, u8,
 // i32, u32, i64, u64, f16, bf16, f32, f64). Each operator compiled in would copy the whole kernel:
 // with five operators and ten types that made the PTX 32 MB and the driver's first compile of the
-// modules without machine code 31-33 s on an H100; as two entry points per type it is 13 MB and
+// modules without machine code 31-33 s on an H100; as two entry points per type it was 13 MB and
 // the first load takes 5.6-6.8 s there (driver cache off).
 // Those that only move data (AllGather, Broadcast, Send/Recv) take a byte count, one entry point
 // for every type.
