@@ -219,9 +219,20 @@ type transfer struct {
 	send, recv   []byte
 }
 
+// A call that waits naps once nothing has moved for linkNapAfter: linkNapMin, doubling up to
+// linkNapMax, so that a rank waiting for a late peer does not hold a core (docs/PERFORMANCE.md,
+// "Calls across hosts nap"). Progress goes on meanwhile in the endpoint's own goroutine.
+const (
+	linkNapAfter = 200 * time.Microsecond
+	linkNapMin   = 2 * time.Microsecond
+	linkNapMax   = 100 * time.Microsecond
+)
+
 // exchange moves every transfer's bytes, all progressing together, and returns when every
 // receive is complete and every write flushed, or fails naming the peers still owed bytes when
-// one's bootstrap link ends or nothing moves for MSCCLPP_NET_TIMEOUT.
+// the bootstrap link of one of them ends or nothing moves for MSCCLPP_NET_TIMEOUT. The link of a
+// peer this call no longer waits for may end meanwhile (that peer finished and closed): the call
+// goes on.
 func (h *hostLinks) exchange(ctx context.Context, ts []transfer) error {
 	at := make([]transferProgress, len(ts))
 	for _, t := range ts {
@@ -238,7 +249,7 @@ func (h *hostLinks) exchange(ctx context.Context, ts []transfer) error {
 		}
 	}
 	timeout := config.NetTimeout.Get()
-	lastMove := time.Now()
+	lastMove, nap := time.Now(), linkNapMin
 	b := h.comm.Bootstrap()
 	for spins := 0; ; spins++ {
 		moved, pending := false, false
@@ -280,17 +291,22 @@ func (h *hostLinks) exchange(ctx context.Context, ts []transfer) error {
 			break
 		}
 		if moved {
-			lastMove = time.Now()
+			lastMove, nap = time.Now(), linkNapMin
 			continue
 		}
 		if err := h.comm.Context().Progress(core.TransportIB); err != nil {
 			return fmt.Errorf("network progress: %w", err)
 		}
+		if time.Since(lastMove) > linkNapAfter {
+			time.Sleep(nap)
+			nap = min(2*nap, linkNapMax)
+		}
 		if spins%64 == 0 {
-			select {
-			case <-b.PeerFailed():
-				return fmt.Errorf("across hosts, waiting for ranks %v (%s): %w: %w", h.owed(ts, at), h.counts(ts, at), ErrPeerFailed, b.PeerErr())
-			default:
+			// Only the peers this call still waits for: a rank done with this one may close first.
+			for i, t := range ts {
+				if err := b.PeerGone(t.peer); err != nil && owes(t, at[i]) {
+					return fmt.Errorf("across hosts, waiting for ranks %v (%s): %w: %w", h.owed(ts, at), h.counts(ts, at), ErrPeerFailed, err)
+				}
 			}
 			if time.Since(lastMove) > timeout {
 				return fmt.Errorf("ranks %v, for %v (%s): %w", h.owed(ts, at), timeout, h.counts(ts, at), ErrNetTimedOut)

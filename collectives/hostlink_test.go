@@ -329,6 +329,47 @@ func BenchmarkHostLinks(b *testing.B) {
 	}
 }
 
+// TestHostLinksOtherPeerLeaves: a rank that is done closes its links and its bootstrap while
+// another rank still waits for a third one's bytes; the waiting call is not failed by the link
+// that ended, only by the links of the peers it waits for (TestHostLinksPeerGone). Rank 1 sends
+// only once rank 0's link has ended, so rank 2 is inside its call when that happens.
+func TestHostLinksOtherPeerLeaves(t *testing.T) {
+	requireTCP(t)
+	failed := runRanks(t, 3, func(ctx context.Context, rank int, b *bootstrap.TCP) error {
+		h, err := joinHostLinks(ctx, b)
+		if err != nil {
+			return err
+		}
+		switch rank {
+		case 0:
+			return errors.Join(h.close(), b.Close())
+		case 1:
+			defer h.close()
+			for b.PeerGone(0) == nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("rank 0's link did not end: %w", ctx.Err())
+				}
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(20 * time.Millisecond) // rank 2 notices it too
+			return h.exchange(ctx, []transfer{{peer: 2, send: []byte("late but fine")}})
+		}
+		defer h.close()
+		got := make([]byte, len("late but fine"))
+		if err := h.exchange(ctx, []transfer{{peer: 1, recv: got}}); err != nil {
+			return err
+		}
+		if b.PeerGone(0) == nil {
+			return errors.New("rank 0's link is still up: the check proved nothing")
+		}
+		assert.Equal(t, "late but fine", string(got))
+		return nil
+	})
+	for r, err := range failed {
+		assert.NoError(t, err, "rank %d", r)
+	}
+}
+
 // TestHostLinksPeerGone: a peer that closes its end (its process ending does the same to the
 // bootstrap link) while this rank waits for its bytes: the call fails with ErrPeerFailed naming
 // it, long before MSCCLPP_NET_TIMEOUT (60 s here).

@@ -516,6 +516,9 @@ func TestPeerFailed(t *testing.T) {
 	var op *errs.OpError
 	require.ErrorAs(t, ranks[0].PeerErr(), &op)
 	assert.Equal(t, 1, op.Peer)
+	// PeerGone tells the same per peer.
+	requireErr(t, ranks[0].PeerGone(1), ErrPeerClosed, errs.ErrRemote, "peer 1")
+	assert.NoError(t, ranks[0].PeerGone(0), "no link with itself")
 
 	// Messages delivered before the failure can still be taken.
 	got, err := ranks[0].Recv(ctx, 1, 3)

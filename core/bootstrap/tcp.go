@@ -58,6 +58,9 @@ type TCP struct {
 	peerFailOnce sync.Once
 	peerFailed   chan struct{} // closed at the first failure of a peer's link (PeerFailed)
 	peerErr      error         // that failure; written before peerFailed is closed
+
+	goneMu sync.Mutex
+	gone   map[int]error // each peer's first link failure (PeerGone)
 }
 
 // Join joins the job whose root id names as rank of nranks, and returns once every rank's
@@ -138,6 +141,7 @@ func join(ctx context.Context, rootAddr netip.AddrPort, magic uint64, ifname str
 		maxPending: config.BootstrapMaxPending.Get(),
 
 		peerFailed: make(chan struct{}),
+		gone:       make(map[int]error),
 		inbound:    make(map[int]bool),
 	}
 	for i := range b.out {
@@ -434,13 +438,30 @@ func (b *TCP) PeerErr() error {
 	}
 }
 
-// notePeerFailure records the first failure of a peer's link, unless this bootstrap is closing.
+// PeerGone returns the failure of the link with peer (an *errs.OpError naming it, as PeerErr's),
+// or nil while the link is up or was never made. Unlike PeerFailed, it tells about one peer: a
+// rank still waiting for some peers need not give up because another one, already done with
+// it, closed its bootstrap first.
+func (b *TCP) PeerGone(peer int) error {
+	b.goneMu.Lock()
+	defer b.goneMu.Unlock()
+	return b.gone[peer]
+}
+
+// notePeerFailure records a failure of a peer's link (the first per peer, and the first of all
+// for PeerFailed), unless this bootstrap is closing.
 func (b *TCP) notePeerFailure(peer int, err error) {
 	if b.closed.Load() {
 		return
 	}
+	opErr := &errs.OpError{Op: "bootstrap link", Rank: b.rank, Peer: peer, Err: err}
+	b.goneMu.Lock()
+	if b.gone[peer] == nil {
+		b.gone[peer] = opErr
+	}
+	b.goneMu.Unlock()
 	b.peerFailOnce.Do(func() {
-		b.peerErr = &errs.OpError{Op: "bootstrap link", Rank: b.rank, Peer: peer, Err: err}
+		b.peerErr = opErr
 		close(b.peerFailed)
 	})
 }
