@@ -191,13 +191,16 @@ func newHostLinks(ctx context.Context, b *bootstrap.TCP, peers []int) (_ *hostLi
 
 func hostAddr(b []byte) cuda.DevicePtr { return cuda.DevicePtr(uintptr(unsafe.Pointer(&b[0]))) }
 
-// close waits (at most MSCCLPP_NET_TIMEOUT) for the peers to take the chunks this rank sent, so
-// that their last writes to it (the freed counts) have landed, closes the links' context (their
-// endpoint: nothing lands in the windows after it), then unmaps the windows.
+// close waits (at most MSCCLPP_NET_TIMEOUT, and not for a peer whose bootstrap link has ended)
+// for the peers to take the chunks this rank sent, so that their last writes to it (the freed
+// counts) have landed, closes the links' context (their endpoint: nothing lands in the windows
+// after it), then unmaps the windows.
 func (h *hostLinks) close() error {
 	deadline := time.Now().Add(config.NetTimeout.Get())
+	b := h.comm.Bootstrap()
 	for _, l := range slices.Concat(h.streams[:]...) {
-		for l != nil && l.conn != nil && atomic.LoadUint64(l.word(linkFreedOff)) < l.sent && time.Now().Before(deadline) {
+		for l != nil && l.conn != nil && atomic.LoadUint64(l.word(linkFreedOff)) < l.sent && time.Now().Before(deadline) &&
+			b.PeerGone(l.peer) == nil {
 			if h.comm.Context().Progress(core.TransportIB) != nil {
 				break
 			}

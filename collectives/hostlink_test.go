@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -364,6 +365,48 @@ func TestHostLinksOtherPeerLeaves(t *testing.T) {
 		}
 		assert.Equal(t, "late but fine", string(got))
 		return nil
+	})
+	for r, err := range failed {
+		assert.NoError(t, err, "rank %d", r)
+	}
+}
+
+// TestHostLinksClosePeerGone: close does not wait MSCCLPP_NET_TIMEOUT (a minute here) for a peer
+// whose bootstrap link has ended to free the chunks sent to it: rank 1 leaves without taking
+// rank 0's chunk.
+func TestHostLinksClosePeerGone(t *testing.T) {
+	requireTCP(t)
+	config.NetTimeout.Set(time.Minute)
+	t.Cleanup(config.NetTimeout.Reset)
+	failed := runRanks(t, 2, func(ctx context.Context, rank int, b *bootstrap.TCP) error {
+		h, err := joinHostLinks(ctx, b)
+		if err != nil {
+			return err
+		}
+		if rank == 1 {
+			for atomic.LoadUint64(h.streams[0][0].word(linkArrivedOff)) == 0 { // landed, never taken
+				if ctx.Err() != nil {
+					return fmt.Errorf("rank 0's chunk did not land: %w", ctx.Err())
+				}
+				time.Sleep(time.Millisecond)
+			}
+			return errors.Join(h.close(), b.Close())
+		}
+		if err := h.exchange(ctx, []transfer{{peer: 1, send: []byte{7}}}); err != nil {
+			return errors.Join(err, h.close())
+		}
+		for b.PeerGone(1) == nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("rank 1's link did not end: %w", ctx.Err())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		start := time.Now()
+		err = h.close()
+		if took := time.Since(start); took > 10*time.Second {
+			return fmt.Errorf("close waited %v for a peer that had left", took)
+		}
+		return err
 	})
 	for r, err := range failed {
 		assert.NoError(t, err, "rank %d", r)
