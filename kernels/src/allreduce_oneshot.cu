@@ -18,11 +18,6 @@ namespace coll {
 // Ranks whose words the reduction loads at once: the two of the 2-rank calls it is picked for.
 constexpr uint32_t kOneShotBatch = 2;
 
-// The entry points are compiled for blocks of up to kPutThreads threads, which holds ptxas to 64
-// registers, and launched with kRsagThreads: on 2 x H200 that ran a 2 MiB AllReduce in 12.75-12.85
-// us, against 12.87-12.98 with a batch of 4 ranks and no bound (80 registers) and 13.06-13.08 with
-// 1024 threads (docs/PERFORMANCE.md).
-
 template <typename T, uint32_t Op>
 __device__ __forceinline__ void allreduceOneshot(const Args& a) {
   __shared__ char* peerSlot[kMaxZeroCopyPeers];
@@ -52,4 +47,8 @@ __device__ __forceinline__ void allreduceOneshot(const Args& a) {
 
 }  // namespace coll
 
+// The entry points are compiled for blocks of up to kPutThreads threads, which holds ptxas to 64
+// registers, and launched with kRsagThreads: on 2 x H200 that ran a 2 MiB AllReduce in 12.75-12.85
+// us, against 12.87-12.98 with a batch of 4 ranks and no bound (80 registers) and 13.06-13.08 with
+// 1024 threads (docs/PERFORMANCE.md).
 COLL_REDUCE_ENTRIES(mscclpp_allreduce_oneshot, coll::allreduceOneshot, coll::kPutThreads, COLL_ONE_BLOCK_PER_SM)
