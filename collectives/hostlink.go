@@ -198,13 +198,15 @@ func hostAddr(b []byte) cuda.DevicePtr { return cuda.DevicePtr(uintptr(unsafe.Po
 func (h *hostLinks) close() error {
 	deadline := time.Now().Add(config.NetTimeout.Get())
 	b := h.comm.Bootstrap()
+	nap := linkNapMin // a closing rank has nothing else to do: it naps from the start
 	for _, l := range slices.Concat(h.streams[:]...) {
 		for l != nil && l.conn != nil && atomic.LoadUint64(l.word(linkFreedOff)) < l.sent && time.Now().Before(deadline) &&
 			b.PeerGone(l.peer) == nil {
 			if h.comm.Context().Progress(core.TransportIB) != nil {
 				break
 			}
-			runtime.Gosched()
+			time.Sleep(nap)
+			nap = min(2*nap, linkNapMax)
 		}
 	}
 	errList := []error{h.comm.Context().Close()}
