@@ -86,26 +86,51 @@ func (c *Connection) UpdateAndSync(dst RegisteredMemory, dstOffset uint64, value
 // Flush waits until everything queued on the connection has completed, or ctx ends (an error
 // matching ErrWaitCanceled and ctx's error; the work keeps running).
 func (c *Connection) Flush(ctx context.Context) error {
+	return c.waitFor(ctx, "flush", c.link.flushed)
+}
+
+// WaitLanded waits until the bytes of every Write queued so far are in the peer's memory, or ctx
+// ends (as Flush). On most links that is Flush; on GPU memory staged through host buffers (a
+// libfabric provider that cannot reach GPU memory) Flush returns once the bytes have left, before
+// the peer has copied them into its GPU, and WaitLanded also waits for those copies. A peer that
+// learns of the write by other means than a later UpdateAndSync on this connection (a bootstrap
+// barrier, MPI) needs it.
+func (c *Connection) WaitLanded(ctx context.Context) error {
+	if l, ok := c.link.(landingLink); ok {
+		return c.waitFor(ctx, "wait for the writes to land", l.landed)
+	}
+	return c.Flush(ctx)
+}
+
+// landingLink is a link whose writes complete here before they land in the peer's memory.
+type landingLink interface {
+	// landed reports, without waiting, whether every write queued so far is in the peer's memory.
+	landed() (bool, error)
+}
+
+// waitFor polls done on the connection's data path, with growing pauses, until it reports true
+// or fails, or ctx ends.
+func (c *Connection) waitFor(ctx context.Context, what string, done func() (bool, error)) error {
 	delay := 10 * time.Microsecond
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	for {
-		var done bool
+		var ok bool
 		err := c.onStream(func() error {
 			var err error
-			done, err = c.link.flushed()
+			ok, err = done()
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("%v: flush: %w", c, err)
+			return fmt.Errorf("%v: %s: %w", c, what, err)
 		}
-		if done {
+		if ok {
 			return nil
 		}
 		timer.Reset(delay)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%v: flush: %w: %w", c, ErrWaitCanceled, ctx.Err())
+			return fmt.Errorf("%v: %s: %w: %w", c, what, ErrWaitCanceled, ctx.Err())
 		case <-timer.C:
 		}
 		delay = min(2*delay, time.Millisecond)

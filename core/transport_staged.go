@@ -591,6 +591,17 @@ func (l *stagedLink) flushed() (bool, error) {
 	return l.net.ep.Pending() == 0, nil
 }
 
+// landed reports whether every chunk written so far is in the peer's GPU memory: the peer gives a
+// landing slot back only once its copy out of the slot has completed.
+func (l *stagedLink) landed() (bool, error) {
+	if done, err := l.flushed(); err != nil || !done {
+		return false, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.opened || l.control == nil || atomic.LoadUint64(l.control.word(controlFreed)) == l.sent, nil
+}
+
 // close gives the link's rings back to the endpoint's owner: they are released when the
 // endpoint closes (a write of the ring may still be in flight now).
 func (l *stagedLink) close() error {

@@ -50,7 +50,7 @@ func (h *hostStaging) fromHost(dst cuda.DevicePtr, src []byte, _ int) (func() (b
 
 // stagedPair opens two libfabric endpoints of transport t whose staged copies go through host
 // memory, as two ranks' contexts would, and a staged link from the first to the second.
-func stagedPair(t testing.TB, tr Transport, provider string, staging *hostStaging) (sender, receiver *fabricNet, l link) {
+func stagedPair(t testing.TB, tr Transport, provider string, staging stagingCopier) (sender, receiver *fabricNet, l link) {
 	t.Helper()
 	if !fabric.Has(provider) {
 		t.Skipf("libfabric offers no %s provider here", provider)
@@ -141,6 +141,62 @@ func TestStagedWrites(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gatedStaging is hostStaging whose copies into "GPU" memory report completion only once the
+// gate is open, as a GPU copy still running would.
+type gatedStaging struct {
+	hostStaging
+	open atomic.Bool
+}
+
+func (g *gatedStaging) fromHost(dst cuda.DevicePtr, src []byte, device int) (func() (bool, error), error) {
+	if _, err := g.hostStaging.fromHost(dst, src, device); err != nil {
+		return nil, err
+	}
+	return func() (bool, error) { return g.open.Load(), nil }, nil
+}
+
+// TestStagedWaitLanded: over the real tcp provider, a staged write has left (flushed) while the
+// receiver's copies into its GPU are still running, but has not landed; once they complete it
+// has, with every byte in place, and no signal was needed to know it.
+func TestStagedWaitLanded(t *testing.T) {
+	const n = 3*stagedChunkBytes + 5
+	src := testutil.HostMemory(t, n)
+	dst := testutil.HostMemory(t, n)
+	staging := &gatedStaging{hostStaging: hostStaging{mem: [][]byte{src, dst}}}
+	sender, receiver, l := stagedPair(t, TransportIB, "tcp", staging)
+	srcMem, _ := stagedMemory(t, sender, src)
+	_, dstThere := stagedMemory(t, receiver, dst)
+	for i := range src {
+		src[i] = byte(i*7 + 3)
+	}
+	require.NoError(t, l.write(dstThere, 0, srcMem, 0, n))
+	lander, ok := l.(landingLink)
+	require.True(t, ok, "a staged link tells when its writes have landed")
+	poll := func(what string, f func() (bool, error)) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			done, err := f()
+			require.NoError(t, err)
+			if done {
+				return
+			}
+			require.False(t, time.Now().After(deadline), "%s never came", what)
+			time.Sleep(10 * time.Microsecond)
+		}
+	}
+	poll("the flush", l.flushed)
+	for range 20 { // the copies are held: the bytes have left but not landed
+		done, err := lander.landed()
+		require.NoError(t, err)
+		require.False(t, done, "landed while the receiver's copies were still running")
+		time.Sleep(time.Millisecond)
+	}
+	staging.open.Store(true)
+	poll("the landing", lander.landed)
+	assert.Equal(t, src, dst)
 }
 
 // TestStagedRefusals: a staged message that names memory the receiver never registered, or a
