@@ -276,16 +276,19 @@ void mscclppDefaultLogHandler(const char* msg);
 mscclppResult_t mscclppSetLogHandler(mscclppLogHandler_t handler);
 
 /* Registers local_memory (size bytes of device memory) with every connection's peer and fills
- * regMem->p2p with one entry per connection, in mscclppConnect order. Collective among connected
- * peers: each peer must register a buffer in the same sequence; blocks until the peers have answered.
- * Call after mscclppConnectionSetup. */
+ * regMem->p2p with one entry per connection, in mscclppConnect order (a peer reached only over IB:
+ * remoteBuff NULL; IbMr is always NULL). Collective among connected peers: each peer must register
+ * a buffer in the same sequence; blocks until the peers have answered. Call after
+ * mscclppConnectionSetup. */
 mscclppResult_t mscclppRegisterBuffer(mscclppComm_t comm, void* local_memory, size_t size,
                                       mscclppRegisteredMemory* regMem);
 
 /* Copies size bytes from srcBuff + srcOffset into every connected peer's registered buffer at
  * dstOffset, queued on the CUDA stream `stream` (a cudaStream_t passed as an integer). Local; returns
- * once queued. Note: the original 0.1 library served only P2P connections here, and ignored both
- * offsets, copying srcBuff to the start of each peer's buffer. */
+ * once queued, except for peers reached only over IB: their copies start once the stream's earlier
+ * work is done, and the call returns when the bytes are in their buffers. Note: the original 0.1
+ * library served only P2P connections here, and ignored both offsets, copying srcBuff to the start
+ * of each peer's buffer. */
 mscclppResult_t mscclppRegisteredBufferWrite(mscclppComm_t comm, mscclppRegisteredMemory* regMem, void* srcBuff,
                                              size_t size, uint32_t srcOffset, uint32_t dstOffset, int64_t stream);
 

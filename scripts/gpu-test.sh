@@ -297,7 +297,8 @@ fi
 if wanted "across hosts"; then
 	apart=(env MSCCLPP_NET_PROVIDER=tcp LEGACY_TRANSPORT=ib $mpirun -x MSCCLPP_NET_PROVIDER -x LEGACY_TRANSPORT -np "$np"
 		bash -c 'MSCCLPP_HOSTID=gpu-test-host-$OMPI_COMM_WORLD_RANK exec "$0" "$@"')
-	for src in examples/tutorials/bidir_port_channel/main.cu tests/gpu/legacy_oneway/main.cu tests/gpu/legacy_allgather/main.cu; do
+	for src in examples/tutorials/bidir_port_channel/main.cu tests/gpu/legacy_oneway/main.cu tests/gpu/legacy_allgather/main.cu \
+		tests/gpu/legacy_regbuf/main.cu; do
 		name=$(basename "$(dirname "$src")")
 		if build_cuda "$src" "$bin/$name"; then
 			run "across hosts: $name, each rank its own host, tcp, staged" 300 "${apart[@]}" "$bin/$name"

@@ -48,6 +48,9 @@ type gpuState struct {
 	// connection to each peer, which the rank's IB connections with that peer share.
 	ib      core.Endpoint
 	ibConns map[int]*core.Connection
+	// netSources: the allocations registered for the network as sources of registered buffer
+	// writes, by base address.
+	netSources map[cuda.DevicePtr]core.RegisteredMemory
 }
 
 // InitRank joins a job of nranks ranks whose root listens at addr ("ip:port", "if:ip:port" or

@@ -1,13 +1,16 @@
 // mscclppRegisterBuffer + mscclppRegisteredBufferWrite: every rank connects to every other rank,
 // registers a second buffer, and writes a slice of its own data into every peer's registered
 // buffer at an offset of its own (rank * slice) through the host API, on a stream. Each rank then
-// checks that every peer's slice arrived, and that the bytes around them were not touched.
-// Written only against mscclpp.h.
+// checks that every peer's slice arrived, and that the bytes around them were not touched. With
+// LEGACY_TRANSPORT=ib the connections are mscclppTransportIB (peers reached over the network: the
+// write returns once the bytes have landed). Written only against mscclpp.h.
 #include <mpi.h>
 #include <mscclpp.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace {
@@ -44,11 +47,15 @@ int main(int argc, char** argv) {
   mscclppComm_t comm;
   check(mscclppCommInitRankFromId(&comm, nranks, id, g_rank) == mscclppSuccess, "init");
 
+  const char* t = std::getenv("LEGACY_TRANSPORT");  // "ib": over the network
+  const bool overIB = t != nullptr && std::string(t) == "ib";
   void* connBuf = nullptr;
   check(cudaMalloc(&connBuf, kConnBytes) == cudaSuccess, "cudaMalloc");
   for (int peer = 0; peer < nranks; peer++)
     if (peer != g_rank)
-      check(mscclppConnect(comm, peer, kTag, connBuf, kConnBytes, mscclppTransportP2P) == mscclppSuccess, "connect");
+      check(mscclppConnect(comm, peer, kTag, connBuf, kConnBytes, overIB ? mscclppTransportIB : mscclppTransportP2P) ==
+                mscclppSuccess,
+            "connect");
   check(mscclppConnectionSetup(comm) == mscclppSuccess, "setup");
 
   // The registered buffer receives slice r at offset r * kSlice from every peer r.
@@ -65,7 +72,8 @@ int main(int argc, char** argv) {
   mscclppRegisteredMemory regMem;
   check(mscclppRegisterBuffer(comm, reg, regBytes, &regMem) == mscclppSuccess, "mscclppRegisterBuffer");
   check(regMem.p2p.size() == static_cast<size_t>(nranks - 1), "one p2p entry per connection");
-  for (const auto& e : regMem.p2p) check(e.remoteBuff != nullptr && e.IbMr == nullptr, "p2p entry");
+  for (const auto& e : regMem.p2p)
+    check((e.remoteBuff != nullptr) == !overIB && e.IbMr == nullptr, "p2p entry: remoteBuff mapped for P2P only");
 
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess, "stream");
@@ -89,8 +97,8 @@ int main(int argc, char** argv) {
   MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   check(mscclppCommDestroy(comm) == mscclppSuccess, "destroy");
   if (g_rank == 0)
-    std::printf("%s legacy_regbuf: %d ranks, %zu-byte slices, %ld wrong bytes\n", wrong ? "FAIL" : "PASS", nranks,
-                kSlice, wrong);
+    std::printf("%s legacy_regbuf: %d ranks, %s, %zu-byte slices, %ld wrong bytes\n", wrong ? "FAIL" : "PASS", nranks,
+                overIB ? "IB" : "P2P", kSlice, wrong);
   MPI_Finalize();
   return wrong ? 1 : 0;
 }
