@@ -86,7 +86,7 @@ func (c *Connection) UpdateAndSync(dst RegisteredMemory, dstOffset uint64, value
 // Flush waits until everything queued on the connection has completed, or ctx ends (an error
 // matching ErrWaitCanceled and ctx's error; the work keeps running).
 func (c *Connection) Flush(ctx context.Context) error {
-	return c.waitFor(ctx, "flush", c.link.flushed)
+	return c.waitFor(ctx, "flush", func() (bool, error) { return c.link.flushed() })
 }
 
 // WaitLanded waits until the bytes of every Write queued so far are in the peer's memory, or ctx
@@ -97,7 +97,7 @@ func (c *Connection) Flush(ctx context.Context) error {
 // barrier, MPI) needs it.
 func (c *Connection) WaitLanded(ctx context.Context) error {
 	if l, ok := c.link.(landingLink); ok {
-		return c.waitFor(ctx, "wait for the writes to land", l.landed)
+		return c.waitFor(ctx, "wait for the writes to land", func() (bool, error) { return l.landed() })
 	}
 	return c.Flush(ctx)
 }
