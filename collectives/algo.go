@@ -82,8 +82,9 @@ func allReducePacketLimit(nRanks int) uint64 {
 // allReduceOneShotLimit: on 2 ranks with unregistered buffers, oneshot from the packet limit to
 // here, then rsag. 2 x H200, graph mode, same runs (2026-11-27): 512 KiB packet 6.6 us, oneshot
 // 7.6; 1 MiB packet 10.2, oneshot 9.5; 2 MiB oneshot 12.9-13.0, rsag 16.1; 8 MiB oneshot 33.2,
-// rsag 34.7; 16 MiB oneshot 61-64, rsag 58. On more ranks each rank would send its whole buffer
-// to every peer: not picked.
+// rsag 34.7; 16 MiB oneshot 61-64, rsag 58. On more ranks each rank sends its whole buffer to
+// every peer: not picked (4 x H200, forced: 1 MiB 20.0 us against auto's 16.7, 8 MiB 110 against
+// 50; 2026-11-27).
 func allReduceOneShotLimit(nRanks int) uint64 {
 	if nRanks <= 2 {
 		return 8 << 20
