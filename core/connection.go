@@ -95,17 +95,27 @@ func (c *Connection) Flush(ctx context.Context) error {
 // the peer has copied them into its GPU, and WaitLanded also waits for those copies. A peer that
 // learns of the write by other means than a later UpdateAndSync on this connection (a bootstrap
 // barrier, MPI) needs it.
+//
+// It waits for the writes queued when it was called, not for those other goroutines (a proxy)
+// queue on the connection while it waits.
 func (c *Connection) WaitLanded(ctx context.Context) error {
 	if l, ok := c.link.(landingLink); ok {
-		return c.waitFor(ctx, "wait for the writes to land", func() (bool, error) { return l.landed() })
+		var mark uint64
+		if err := c.onStream(func() error { mark = l.landingMark(); return nil }); err != nil {
+			return fmt.Errorf("%v: wait for the writes to land: %w", c, err)
+		}
+		return c.waitFor(ctx, "wait for the writes to land", func() (bool, error) { return l.landed(mark) })
 	}
 	return c.Flush(ctx)
 }
 
 // landingLink is a link whose writes complete here before they land in the peer's memory.
 type landingLink interface {
-	// landed reports, without waiting, whether every write queued so far is in the peer's memory.
-	landed() (bool, error)
+	// landingMark marks the writes queued so far, for landed.
+	landingMark() uint64
+	// landed reports, without waiting, whether every write queued before mark is in the peer's
+	// memory.
+	landed(mark uint64) (bool, error)
 }
 
 // waitFor polls done on the connection's data path, with growing pauses, until it reports true

@@ -591,15 +591,22 @@ func (l *stagedLink) flushed() (bool, error) {
 	return l.net.ep.Pending() == 0, nil
 }
 
-// landed reports whether every chunk written so far is in the peer's GPU memory: the peer gives a
-// landing slot back only once its copy out of the slot has completed.
-func (l *stagedLink) landed() (bool, error) {
-	if done, err := l.flushed(); err != nil || !done {
+// landingMark is the count of chunks written so far.
+func (l *stagedLink) landingMark() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sent
+}
+
+// landed reports whether the first mark chunks are in the peer's GPU memory: the peer gives a
+// landing slot back only once its copy out of the slot has completed, and in order.
+func (l *stagedLink) landed(mark uint64) (bool, error) {
+	if err := l.net.ep.Progress(); err != nil {
 		return false, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !l.opened || l.control == nil || atomic.LoadUint64(l.control.word(controlFreed)) == l.sent, nil
+	return !l.opened || l.control == nil || atomic.LoadUint64(l.control.word(controlFreed)) >= mark, nil
 }
 
 // close gives the link's rings back to the endpoint's owner: they are released when the

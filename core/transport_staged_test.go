@@ -143,27 +143,39 @@ func TestStagedWrites(t *testing.T) {
 	}
 }
 
-// gatedStaging is hostStaging whose copies into "GPU" memory report completion only once the
-// gate is open, as a GPU copy still running would.
+// gatedStaging is hostStaging whose copies into "GPU" memory run, and report completion, only
+// once the test lets them: copy i (in the order the receiver starts them) runs once allowed > i,
+// as a GPU copy still running would hold its landing slot.
 type gatedStaging struct {
 	hostStaging
-	open atomic.Bool
+	started atomic.Int64
+	allowed atomic.Int64
 }
 
 func (g *gatedStaging) fromHost(dst cuda.DevicePtr, src []byte, device int) (func() (bool, error), error) {
-	if _, err := g.hostStaging.fromHost(dst, src, device); err != nil {
-		return nil, err
-	}
-	return func() (bool, error) { return g.open.Load(), nil }, nil
+	i, copied := g.started.Add(1)-1, false
+	return func() (bool, error) {
+		if g.allowed.Load() <= i {
+			return false, nil
+		}
+		if !copied {
+			copied = true
+			if _, err := g.hostStaging.fromHost(dst, src, device); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	}, nil
 }
 
-// TestStagedWaitLanded: over the real tcp provider, a staged write has left (flushed) while the
-// receiver's copies into its GPU are still running, but has not landed; once they complete it
-// has, with every byte in place, and no signal was needed to know it.
+// TestStagedWaitLanded: over the real tcp provider, staged writes that have left (flushed) have
+// not landed while the receiver's copies into its GPU still run; they land once every copy of the
+// chunks written before the mark has completed (one held copy is enough to wait), whatever was
+// written after the mark, with every byte in place and no signal needed to know it.
 func TestStagedWaitLanded(t *testing.T) {
-	const n = 3*stagedChunkBytes + 5
-	src := testutil.HostMemory(t, n)
-	dst := testutil.HostMemory(t, n)
+	const n = 3*stagedChunkBytes + 5 // 4 chunks
+	src := testutil.HostMemory(t, n+1)
+	dst := testutil.HostMemory(t, n+1)
 	staging := &gatedStaging{hostStaging: hostStaging{mem: [][]byte{src, dst}}}
 	sender, receiver, l := stagedPair(t, TransportIB, "tcp", staging)
 	srcMem, _ := stagedMemory(t, sender, src)
@@ -171,7 +183,6 @@ func TestStagedWaitLanded(t *testing.T) {
 	for i := range src {
 		src[i] = byte(i*7 + 3)
 	}
-	require.NoError(t, l.write(dstThere, 0, srcMem, 0, n))
 	lander, ok := l.(landingLink)
 	require.True(t, ok, "a staged link tells when its writes have landed")
 	poll := func(what string, f func() (bool, error)) {
@@ -187,15 +198,32 @@ func TestStagedWaitLanded(t *testing.T) {
 			time.Sleep(10 * time.Microsecond)
 		}
 	}
-	poll("the flush", l.flushed)
-	for range 20 { // the copies are held: the bytes have left but not landed
-		done, err := lander.landed()
-		require.NoError(t, err)
-		require.False(t, done, "landed while the receiver's copies were still running")
-		time.Sleep(time.Millisecond)
+	notLanded := func(mark uint64, what string) {
+		t.Helper()
+		for range 10 {
+			done, err := lander.landed(mark)
+			require.NoError(t, err)
+			require.False(t, done, "landed with %s", what)
+			time.Sleep(time.Millisecond)
+		}
 	}
-	staging.open.Store(true)
-	poll("the landing", lander.landed)
+
+	require.NoError(t, l.write(dstThere, 0, srcMem, 0, n))
+	mark := lander.landingMark()
+	poll("the flush", l.flushed)
+	for held := range int64(4) {
+		staging.allowed.Store(held)
+		notLanded(mark, fmt.Sprintf("%d of 4 copies held", 4-held))
+	}
+	// A write after the mark, its copy held: the mark's writes land without it.
+	require.NoError(t, l.write(dstThere, n, srcMem, n, 1))
+	later := lander.landingMark()
+	staging.allowed.Store(4)
+	poll("the landing", func() (bool, error) { return lander.landed(mark) })
+	assert.Equal(t, src[:n], dst[:n])
+	notLanded(later, "the write after the mark held")
+	staging.allowed.Store(5)
+	poll("the later landing", func() (bool, error) { return lander.landed(later) })
 	assert.Equal(t, src, dst)
 }
 

@@ -285,10 +285,12 @@ mscclppResult_t mscclppRegisterBuffer(mscclppComm_t comm, void* local_memory, si
 
 /* Copies size bytes from srcBuff + srcOffset into every connected peer's registered buffer at
  * dstOffset, queued on the CUDA stream `stream` (a cudaStream_t passed as an integer). Local; returns
- * once queued, except for peers reached only over IB: their copies start once the stream's earlier
- * work is done, and the call returns when the bytes are in their buffers. Note: the original 0.1
- * library served only P2P connections here, and ignored both offsets, copying srcBuff to the start
- * of each peer's buffer. */
+ * once queued. When a peer is reached only over IB it blocks instead: srcBuff must then be device
+ * memory of the communicator's GPU; the call waits for the stream (the P2P peers' copies included),
+ * writes over the network and returns once the bytes are in those peers' buffers (at most
+ * MSCCLPP_NET_TIMEOUT), holding the communicator meanwhile. Note: the original 0.1 library served
+ * only P2P connections here, and ignored both offsets, copying srcBuff to the start of each peer's
+ * buffer. */
 mscclppResult_t mscclppRegisteredBufferWrite(mscclppComm_t comm, mscclppRegisteredMemory* regMem, void* srcBuff,
                                              size_t size, uint32_t srcOffset, uint32_t dstOffset, int64_t stream);
 

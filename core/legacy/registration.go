@@ -163,6 +163,20 @@ func (r *Registration) Write(src cuda.DevicePtr, size, srcOffset, dstOffset uint
 			mapped = append(mapped, remote)
 		}
 	}
+	// Everything that can refuse the write is checked before the first copy is queued.
+	var local core.RegisteredMemory
+	var localOff uint64
+	if len(overNet) > 0 {
+		var err error
+		if local, localOff, err = c.gpu.networkSource(src+cuda.DevicePtr(srcOffset), size); err != nil {
+			return fmt.Errorf("registered buffer write: %w", err)
+		}
+		for _, t := range overNet {
+			if c.gpu.ibConns[t.Peer] == nil {
+				return fmt.Errorf("registered buffer write to rank %d: no IB connection with it: %w", t.Peer, errs.ErrInternal)
+			}
+		}
+	}
 	if err := c.gpu.pctx.Do(func() error {
 		for _, t := range mapped {
 			if err := cuda.MemcpyAsync(t.Addr+cuda.DevicePtr(dstOffset), src+cuda.DevicePtr(srcOffset), int(size), stream); err != nil {
@@ -179,22 +193,15 @@ func (r *Registration) Write(src cuda.DevicePtr, size, srcOffset, dstOffset uint
 	if len(overNet) == 0 {
 		return nil
 	}
-	return c.writeOverNet(overNet, src+cuda.DevicePtr(srcOffset), size, dstOffset)
+	return c.writeOverNet(overNet, local, localOff, size, dstOffset)
 }
 
-// writeOverNet writes size bytes at src into each target's buffer at dstOffset over its peer's IB
-// connection and waits until they have landed. c.mu is held.
-func (c *Comm) writeOverNet(targets []RemoteBuffer, src cuda.DevicePtr, size, dstOffset uint64) error {
-	local, off, err := c.gpu.networkSource(src, size)
-	if err != nil {
-		return fmt.Errorf("registered buffer write: %w", err)
-	}
+// writeOverNet writes size bytes at srcOff of local (registered for the network) into each
+// target's buffer at dstOffset over its peer's IB connection and waits until they have landed.
+// c.mu is held.
+func (c *Comm) writeOverNet(targets []RemoteBuffer, local core.RegisteredMemory, srcOff, size, dstOffset uint64) error {
 	for _, t := range targets {
-		conn := c.gpu.ibConns[t.Peer]
-		if conn == nil {
-			return fmt.Errorf("registered buffer write to rank %d: no IB connection with it: %w", t.Peer, errs.ErrInternal)
-		}
-		if err := conn.Write(t.net, dstOffset, local, off, size); err != nil {
+		if err := c.gpu.ibConns[t.Peer].Write(t.net, dstOffset, local, srcOff, size); err != nil {
 			return fmt.Errorf("registered buffer write to rank %d: %w", t.Peer, err)
 		}
 	}
@@ -209,8 +216,9 @@ func (c *Comm) writeOverNet(targets []RemoteBuffer, src cuda.DevicePtr, size, ds
 }
 
 // networkSource returns the network registration of the whole allocation that holds the size
-// bytes at src, and src's offset in it. Each allocation is registered once (registrations of GPU
-// memory for the network last as long as the communicator's context).
+// bytes at src, and src's offset in it. Each allocation is registered once: GPU memory registered
+// for the network (an entry of the context's staged table, nothing pinned) stays registered until
+// the communicator is destroyed, so every allocation ever used as a source adds one entry.
 func (g *gpuState) networkSource(src cuda.DevicePtr, size uint64) (core.RegisteredMemory, uint64, error) {
 	if _, err := deviceOf(src, g.device, "source"); err != nil {
 		return core.RegisteredMemory{}, 0, err
