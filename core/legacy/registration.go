@@ -85,11 +85,12 @@ func (c *Comm) RegisterBuffer(ctx context.Context, buf cuda.DevicePtr, size uint
 		if err != nil {
 			return nil, fmt.Errorf("register buffer: rank %d's buffer: %w", peer, err)
 		}
-		if t := c.peerTransport(peer); m.Transports() != t {
+		t := c.peerTransport(peer)
+		if m.Transports() != t {
 			return nil, fmt.Errorf("register buffer: rank %d sent its buffer registered for %v, not for %v as their connections need: %w",
 				peer, m.Transports(), t, ErrBadConnList)
 		}
-		if c.peerTransport(peer) == core.TransportIB {
+		if t == core.TransportIB {
 			remote[peer] = RemoteBuffer{Peer: peer, Size: m.Size(), net: m}
 		} else {
 			remote[peer] = RemoteBuffer{Peer: peer, Addr: m.Data(), Size: m.Size()}
