@@ -513,7 +513,7 @@ func (l *stagedLink) open() error {
 func (l *stagedLink) await(ready func() bool, what string) error {
 	deadline := time.Now().Add(config.NetTimeout.Get())
 	for !ready() {
-		if err := l.net.ep.Progress(); err != nil {
+		if err := l.net.poll(); err != nil {
 			return err
 		}
 		if time.Now().After(deadline) {
@@ -585,7 +585,7 @@ func (l *stagedLink) writeValue(dst RegisteredMemory, dstOff, value uint64) erro
 // the send ring when they were queued, so the source may be reused once write returns, and the
 // peer applies the data before any later signal.
 func (l *stagedLink) flushed() (bool, error) {
-	if err := l.net.ep.Progress(); err != nil {
+	if err := l.net.poll(); err != nil {
 		return false, err
 	}
 	return l.net.ep.Pending() == 0, nil
@@ -601,7 +601,7 @@ func (l *stagedLink) landingMark() uint64 {
 // landed reports whether the first mark chunks are in the peer's GPU memory: the peer gives a
 // landing slot back only once its copy out of the slot has completed, and in order.
 func (l *stagedLink) landed(mark uint64) (bool, error) {
-	if err := l.net.ep.Progress(); err != nil {
+	if err := l.net.poll(); err != nil {
 		return false, err
 	}
 	l.mu.Lock()
