@@ -11,6 +11,7 @@ const (
 	AlgoAuto    = "auto"
 	AlgoPacket  = "packet"  // one-shot LL packets (every collective)
 	AlgoPacket2 = "packet2" // two-shot LL packets: reduce-scatter and all-gather (AllReduce)
+	AlgoLL128   = "ll128"   // one-shot LL128 lines: 120 data bytes and a flag per 128 (AllGather)
 	AlgoRSAG    = "rsag"    // reduce-scatter + all-gather rounds (AllReduce)
 	// AlgoOneShot is every rank's whole input copied into every peer's scratch, one signal
 	// exchange per round, and every rank reducing all of them (AllReduce; at most
@@ -47,10 +48,16 @@ const (
 	putThreads      = 1024        // coll::kPutThreads
 	directThreads   = rsagThreads // AllReduce direct; AllGather direct uses putThreads
 	packetWordBytes = 8           // data bytes per LL16 packet
+	packetPhases    = 3           // coll::kPacketPhases: LL16 reduce and gather slots, LL128 line slots
+	lineBytes       = 128         // coll::kLineBytes: one LL128 line
+	lineDataWords   = 15          // coll::kLineDataWords: 8-byte data words per line
+	lineLanes       = 8           // coll::kLineLanes: threads per line
 
 	// packetMaxBytes is the most data one rank's packet slot carries (its slot holds twice as
 	// many packet bytes): the ceiling of the packet algorithms, forced or not.
 	packetMaxBytes = 1 << 20
+	// linesMaxBytes is the most data one rank's packet slot carries as LL128 lines.
+	linesMaxBytes = packetMaxBytes / packetWordBytes * 16 / lineBytes * lineDataWords * 8
 	// roundBytesPerBlock: the round algorithms give each block at least this much data before
 	// adding blocks.
 	roundBytesPerBlock = 32 << 10
@@ -137,6 +144,17 @@ func allGatherPacketLimit(nRanks int) uint64 {
 		return 512 << 10
 	}
 	return 256 << 10
+}
+
+// allGatherLL128Range: an AllGather of more than `from` and at most `to` bytes per rank sends
+// LL128 lines; below, LL16 packets; above, put. 2 x H200, graph mode, same run (2026-11-27, us,
+// ll128 / packet / put, whole output): 256 KiB 4.40 / 4.35 / 8.05, 512 KiB 4.72 / 5.07 / 8.60,
+// 1 MiB 5.46 / 6.53 / 8.55, 2 MiB 7.35 / 9.55 / 10.02 (to = the most a slot holds as lines).
+func allGatherLL128Range(nRanks int) (from, to uint64) {
+	if nRanks <= 2 {
+		return 128 << 10, linesMaxBytes
+	}
+	return 0, 0
 }
 
 // plan is one launch: the kernel's entry point and the grid.
@@ -252,7 +270,7 @@ func broadcastKernel(algo string) string { return "mscclpp_broadcast_" + algo }
 
 // kernelNames lists every entry point a call may launch, each once.
 func kernelNames() []string {
-	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect),
+	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoLL128), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect),
 		allGatherKernel(AlgoPort), broadcastKernel(AlgoPacket), broadcastKernel(AlgoPut),
 		broadcastKernel(AlgoSAG)}
 	seen := map[string]bool{}
@@ -316,7 +334,11 @@ func chooseAllGather(bytes uint64, nRanks, maxGrid int, reg registered, inPlace 
 	if forced == AlgoDirect && !reg.zeroCopy || forced == AlgoPort && !reg.copyEngine {
 		forced = AlgoAuto
 	}
+	linesFrom, linesTo := allGatherLL128Range(nRanks)
 	switch {
+	case forced == AlgoLL128 && bytes <= linesMaxBytes,
+		forced == AlgoAuto && bytes > linesFrom && bytes <= linesTo:
+		return plan{AlgoLL128, allGatherKernel(AlgoLL128), lineBlocks(bytes, maxGrid), packetThreads}
 	case forced == AlgoPacket && bytes <= packetMaxBytes,
 		forced == AlgoAuto && bytes <= allGatherPacketLimit(nRanks):
 		return plan{AlgoPacket, allGatherKernel(AlgoPacket), packetBlocks(bytes, maxGrid), packetThreads}
@@ -339,6 +361,12 @@ func chooseAllGather(bytes uint64, nRanks, maxGrid int, reg registered, inPlace 
 func packetBlocks(bytes uint64, limit int) int {
 	words := (bytes + packetWordBytes - 1) / packetWordBytes
 	return clampBlocks((words+packetThreads-1)/packetThreads, limit)
+}
+
+// lineBlocks: a thread per 16 bytes of LL128 lines until limit blocks, then several per thread.
+func lineBlocks(bytes uint64, limit int) int {
+	lines := ((bytes+7)/8 + lineDataWords - 1) / lineDataWords
+	return clampBlocks((lines*lineLanes+packetThreads-1)/packetThreads, limit)
 }
 
 // roundBlocks: a block per roundBytesPerBlock of each rank's share, up to limit.

@@ -143,15 +143,22 @@ func TestChooseAllGather(t *testing.T) {
 		blocks  int
 	}{
 		{1, 2, none, false, AlgoAuto, AlgoPacket, 1},
-		{512 << 10, 2, none, false, AlgoAuto, AlgoPacket, maxBlocks},
-		{512<<10 + 1, 2, none, false, AlgoAuto, AlgoPut, 17},
+		{128 << 10, 2, none, false, AlgoAuto, AlgoPacket, 32},
+		{128<<10 + 8, 2, none, false, AlgoAuto, AlgoLL128, 18}, // 1093 lines of 8 threads
+		{512<<10 + 1, 2, none, false, AlgoAuto, AlgoLL128, 69}, // 4370 lines
+		{linesMaxBytes, 2, none, false, AlgoAuto, AlgoLL128, maxBlocks},
+		{linesMaxBytes + 1, 2, none, false, AlgoAuto, AlgoPut, 61},
 		{256 << 10, 4, none, false, AlgoAuto, AlgoPacket, 64}, // a packet per thread: 32768 packets
 		{256<<10 + 1, 4, none, false, AlgoAuto, AlgoPut, 9},
 		{1, 2, none, false, AlgoPut, AlgoPut, 1},
 		{packetMaxBytes, 2, none, false, AlgoPacket, AlgoPacket, maxBlocks},
 		{packetMaxBytes + 1, 2, none, false, AlgoPacket, AlgoPut, 33},
-		{512 << 10, 2, direct, false, AlgoAuto, AlgoPacket, maxBlocks},
-		{512<<10 + 1, 2, direct, false, AlgoAuto, AlgoDirect, 17},
+		{512 << 10, 2, direct, false, AlgoAuto, AlgoLL128, 69},
+		{linesMaxBytes + 1, 2, direct, false, AlgoAuto, AlgoDirect, 61},
+		{1, 2, none, false, AlgoLL128, AlgoLL128, 1},
+		{linesMaxBytes, 2, none, false, AlgoLL128, AlgoLL128, maxBlocks},
+		{linesMaxBytes, 8, direct, true, AlgoLL128, AlgoLL128, maxBlocks},
+		{linesMaxBytes + 1, 2, none, false, AlgoLL128, AlgoPut, 61}, // beyond a packet slot
 		{256<<10 + 1, 4, direct, false, AlgoAuto, AlgoDirect, 9},
 		{1, 2, direct, false, AlgoDirect, AlgoDirect, 1},
 		{1, 2, none, false, AlgoDirect, AlgoPacket, 1},
@@ -178,6 +185,7 @@ func TestChooseAllGather(t *testing.T) {
 		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
 		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
 		assert.Equal(t, "mscclpp_allgather_"+tt.algo, p.kernel)
+		assert.Contains(t, kernelNames(), p.kernel, "the kernel a plan launches is loaded")
 		assert.Equal(t, tt.algo == AlgoDirect || tt.algo == AlgoPort, p.zeroCopy(), "%+v", tt)
 	}
 }
@@ -267,14 +275,15 @@ func TestMaxGrid(t *testing.T) {
 	}
 }
 
-// TestScratchLayout: the packet slots hold packetMaxBytes of data as LL16 packets, the
+// TestScratchLayout: the packet slots hold packetMaxBytes of data as LL16 packets (linesMaxBytes as LL128 lines), the
 // descriptor packets and then the data banks start aligned after them, chunks are 16-byte
 // multiples, and the allocation's size is a multiple of 2 MiB with less than 2 MiB unused.
 func TestScratchLayout(t *testing.T) {
 	for _, n := range []int{2, 3, 4, 8} {
 		l := scratchLayout(n)
 		assert.Equal(t, uint64(2*packetMaxBytes), l.slotBytes)
-		assert.GreaterOrEqual(t, l.descOffset, 4*uint64(n)*l.slotBytes, "2 parities x 2 phases x ranks slots")
+		assert.LessOrEqual(t, uint64((linesMaxBytes+lineDataWords*8-1)/(lineDataWords*8)*lineBytes), l.slotBytes, "LL128 lines fill a slot")
+		assert.GreaterOrEqual(t, l.descOffset, 2*packetPhases*uint64(n)*l.slotBytes, "2 parities x 3 phases x ranks slots")
 		assert.GreaterOrEqual(t, l.dataOffset, l.descOffset+2*maxBlocks*uint64(n)*descWords*16)
 		assert.Zero(t, l.descOffset%256)
 		assert.Zero(t, l.dataOffset%256)
@@ -288,11 +297,11 @@ func TestScratchLayout(t *testing.T) {
 }
 
 // TestScratchBytes: the scratch size that doc.go and mscclppCollCommCreate's comment state, about
-// 512 MiB plus 8 MiB per rank up to 16 ranks (within 2 MiB: the descriptors and the rounding up
+// 512 MiB plus 12 MiB per rank up to 16 ranks (within 2 MiB: the descriptors and the rounding up
 // to a multiple of 2 MiB).
 func TestScratchBytes(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 4, 8, 16} {
-		stated := uint64(512<<20) + uint64(n)*(8<<20)
+		stated := uint64(512<<20) + uint64(n)*(12<<20)
 		total := scratchLayout(n).total
 		assert.LessOrEqual(t, total, stated+(2<<20), "%d ranks", n)
 		assert.GreaterOrEqual(t, total+(1<<20), stated, "%d ranks", n)
@@ -309,10 +318,10 @@ func TestKernelNamesCoverEveryType(t *testing.T) {
 	}
 	assert.Equal(t, 10, reducible, "every type but fp8")
 	assert.Len(t, sums, 7, "unsigned types sum with the signed kernels")
-	// Four AllGather and three Broadcast kernels; eight AllReduce and two ReduceScatter
+	// Five AllGather and three Broadcast kernels; eight AllReduce and two ReduceScatter
 	// algorithms, each with an entry point per reducible type and one per distinct sum, and a
 	// Scale kernel per reducible type.
-	assert.Len(t, kernelNames(), 4+3+(8+2)*(reducible+len(sums))+reducible)
+	assert.Len(t, kernelNames(), 5+3+(8+2)*(reducible+len(sums))+reducible)
 }
 
 // TestKernelNames: a reducing kernel's entry point is its algorithm's with, for sum, "sum_" and

@@ -112,6 +112,10 @@ func TestKernelConstantsMatch(t *testing.T) {
 	}{
 		{"kMaxBlocks", maxBlocks},
 		{"kPacketThreads", packetThreads},
+		{"kPacketPhases", packetPhases},
+		{"kLineBytes", lineBytes},
+		{"kLineDataWords", lineDataWords},
+		{"kLineLanes", lineLanes},
 		{"kRsagThreads", rsagThreads},
 		{"kPutThreads", putThreads},
 		{"kMaxRegistrations", maxRegistrations},

@@ -101,13 +101,14 @@ static_assert(sizeof(Args) == 160 && offsetof(Args, abort) == 152, "Args is mirr
 static_assert(sizeof(State) == 16 + 8 * kMaxBlocks, "State is sized by collectives.stateBytes");
 
 // Scratch layout (the same on every rank):
-//   packet region: 2 parities x 2 phases x nRanks slots x slotBytes; slot r holds rank r's
-//     packets (the one-shot kernels use phase kPacketReduce only)
+//   packet region: 2 parities x 3 phases x nRanks slots x slotBytes; slot r holds rank r's
+//     packets (the one-shot kernels use phase kPacketReduce only; phase kPacketLines holds LL128
+//     lines, ll128.cuh, and nothing else)
 //   descriptor packets at descOffset: 2 parities x kMaxBlocks x nRanks x kDescWords LL16 packets
 //   data banks at dataOffset: 2 banks x 2 regions x nRanks x kMaxBlocks x chunkBytes
-enum PacketPhase : uint32_t { kPacketReduce = 0, kPacketGather = 1 };
+enum PacketPhase : uint32_t { kPacketReduce = 0, kPacketGather = 1, kPacketLines = 2, kPacketPhases = 3 };
 __device__ __forceinline__ uint64_t packetSlotOffset(const Args& a, uint32_t parity, uint32_t phase, uint64_t slot) {
-  return ((uint64_t(parity) * 2 + phase) * a.nRanks + slot) * a.slotBytes;
+  return ((uint64_t(parity) * kPacketPhases + phase) * a.nRanks + slot) * a.slotBytes;
 }
 __device__ __forceinline__ uint64_t dataSlotOffset(const Args& a, uint32_t bank, uint32_t region, uint64_t slot,
                                                    uint32_t block) {

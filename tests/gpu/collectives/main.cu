@@ -36,8 +36,9 @@
 // (scripts/gpu-test.sh, section 4d; a fifth of a full run's calls, none over 32 MiB): every
 // collective and Scale, with sum and max, for one type of each element size (float32, float16,
 // int8, float64; AllGather and Broadcast: float32, uint8, int64), at counts that reach each
-// algorithm the sizes pick (kSanitizeCounts: packets, then oneshot on 2 ranks, rsag and put, and
-// on more than 2 ranks packet2 and sag), in and out of place, aligned and not; then, unless "registered" is given,
+// algorithm the sizes pick (kSanitizeCounts: packets, AllGather LL128 lines on 2 ranks, then
+// oneshot on 2 ranks, rsag and put, and on more than 2 ranks packet2 and sag), in and out of
+// place, aligned and not; then, unless "registered" is given,
 // float32 AllReduce and AllGather again on registered buffers (direct, rsag_direct); the 1000
 // small dependent calls, the interleaved calls, two communicators and the graph as in a full run.
 // Forcing an algorithm reaches the rest (packet2 on 2 ranks, port, rsag_port).
@@ -392,10 +393,10 @@ const std::vector<size_t> kCounts = {1, 2, 3, 5, 8, 31, 33, 100, 1023, 1025, 409
                                      131071, 262147, 500001, 1048583, 4194319};
 
 // "sanitize": packets (1 element to 256 KiB of float32; two-shot from 128 KiB on more than 2
-// ranks), then past every packet limit (4 MiB of float32: oneshot on 2 ranks, rsag on more, put;
-// direct on registered buffers) and past direct's and oneshot's (16 MiB of float32: rsag_direct,
-// rsag).
-const std::vector<size_t> kSanitizeCounts = {1, 33, 1025, 65537, 1048579, 4194319};
+// ranks), AllGather's LL128 lines on 2 ranks (768 KiB of float32), then past every packet limit
+// (4 MiB of float32: oneshot on 2 ranks, rsag on more, put; direct on registered buffers) and past
+// direct's and oneshot's (16 MiB of float32: rsag_direct, rsag).
+const std::vector<size_t> kSanitizeCounts = {1, 33, 1025, 65537, 196613, 1048579, 4194319};
 
 // The counts and the operators of the sweeps: every one, or in "sanitize" mode a few.
 const std::vector<size_t>* g_counts = &kCounts;

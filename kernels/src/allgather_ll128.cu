@@ -1,0 +1,33 @@
+// allgather_ll128.cu: AllGather with LL128 lines (ll128.cuh), for medium messages.
+//
+// Every rank writes its input, as lines flagged with this call's flag, into its slot of every
+// peer's line region and copies it into its own part of the output; then it unpacks each peer's
+// slot into that peer's part of the output. Line regions alternate between calls, as packet
+// regions do (see State).
+#include "ll128.cuh"
+
+namespace coll {
+
+__device__ __forceinline__ void allgatherLL128(const Args& a) {
+  const uint64_t flag = packetFlag(a.state->calls);
+  const uint32_t parity = a.state->calls & 1;
+  const uint64_t bytes = a.count;
+  char* recv = static_cast<char*>(a.recv);
+  const uint64_t warp = (uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const uint64_t nWarps = uint64_t(gridDim.x) * blockDim.x / 32;
+
+  sendLines(a, packetSlotOffset(a, parity, kPacketLines, a.rank), static_cast<const char*>(a.send),
+            recv + a.rank * bytes, bytes, flag, warp, nWarps);
+  for (uint32_t p = 0; p < a.nRanks - 1; ++p) {
+    const uint64_t r = peerRank(a, p);
+    receiveLines(a, packetSlotOffset(a, parity, kPacketLines, r), recv + r * bytes, bytes, flag, warp, nWarps);
+  }
+  finishCall(a.state);
+}
+
+}  // namespace coll
+
+extern "C" __global__ void __launch_bounds__(coll::kPacketThreads, 1) mscclpp_allgather_ll128(const coll::Args args) {
+  coll::startWaits();
+  coll::allgatherLL128(args);
+}

@@ -1,0 +1,95 @@
+// ll128.cuh: LL128 lines, the packet format for medium sizes: 128 bytes, the first 120 data and
+// the last 8 a flag, written by 8 threads of a warp with one 16-byte volatile store each, in one
+// warp instruction. NVLink delivers such a line to the peer whole, so a reader that loads the line
+// the same way and finds the flag has the data too (the property NCCL's LL128 protocol rests on;
+// NCCL enables it on NVLink from Volta on). The links carry 128 bytes per 120 of data, where LL16
+// packets carry 16 per 8.
+//
+// Lines live in their own scratch region (phase kPacketLines), never read as LL16 packets: an
+// LL16 reader would take a line's data for flags. A line's flag is a 64-bit word whose high half
+// is 0, so a line never mistakes anything but a line of the same call for its own.
+#ifndef MSCCLPP_KERNELS_LL128_CUH_
+#define MSCCLPP_KERNELS_LL128_CUH_
+
+#include "common.cuh"
+
+namespace coll {
+
+constexpr uint32_t kLineBytes = 128;
+constexpr uint32_t kLineDataWords = 15;  // 8-byte words of data per line (kLineBytes / 8 - 1): the 16th is the flag
+constexpr uint32_t kLineLanes = 8;                       // threads per line: two words each
+constexpr uint32_t kLinesPerWarp = 32 / kLineLanes;
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+// Where a thread works: lane l of a warp holds words 2 (l % 8) and 2 (l % 8) + 1 of line l / 8 of
+// the warp's group of kLinesPerWarp lines; the group's lines are g * kLinesPerWarp + [0, 4) for
+// group g. The last lane of a line (piece kLineLanes - 1) holds data word 14 and the flag.
+struct LinePlace {
+  uint32_t piece;     // lane % kLineLanes
+  uint32_t lineLane;  // lane / kLineLanes: the line of the group
+  bool flagLane;      // piece == kLineLanes - 1
+  __device__ __forceinline__ LinePlace() {
+    const uint32_t lane = threadIdx.x % 32;
+    piece = lane % kLineLanes;
+    lineLane = lane / kLineLanes;
+    flagLane = piece == kLineLanes - 1;
+  }
+};
+
+// Lines that carry `bytes` bytes.
+__device__ __forceinline__ uint64_t linesOf(uint64_t bytes) { return ceilDiv(ceilDiv(bytes, 8), kLineDataWords); }
+
+// Writes the `bytes` bytes at src, as lines flagged with flag, into the slot at slotOffset of every
+// peer's scratch, and stores them at out too unless out is src; warp `warp` of nWarps (the loops
+// are uniform across a warp, which stays converged at the stores).
+__device__ __forceinline__ void sendLines(const Args& a, uint64_t slotOffset, const char* src, char* out, uint64_t bytes,
+                                          uint64_t flag, uint64_t warp, uint64_t nWarps) {
+  const LinePlace at;
+  const uint64_t words = ceilDiv(bytes, 8);
+  const uint64_t lines = linesOf(bytes);
+  const bool srcAligned = aligned(src, 8), outAligned = aligned(out, 8), copy = out != src;
+  for (uint64_t group = warp; group * kLinesPerWarp < lines; group += nWarps) {
+    const uint64_t line = group * kLinesPerWarp + at.lineLane;
+    const uint64_t w0 = line * kLineDataWords + 2 * at.piece;
+    const uint64_t v0 = w0 < words ? loadWord(src, w0, bytes, srcAligned) : 0;
+    const uint64_t v1 = at.flagLane ? flag : w0 + 1 < words ? loadWord(src, w0 + 1, bytes, srcAligned) : 0;
+    __syncwarp();
+    if (line < lines) {
+      for (uint32_t p = 0; p < a.nRanks - 1; ++p) {
+        char* peerScratch = static_cast<char*>(a.channels[p].dst);
+        mscclppStoreVolatile128(peerScratch + slotOffset + line * kLineBytes + at.piece * 16, v0, v1);
+      }
+    }
+    if (copy && w0 < words) storeWord(out, w0, bytes, outAligned, v0);
+    if (copy && !at.flagLane && w0 + 1 < words) storeWord(out, w0 + 1, bytes, outAligned, v1);
+  }
+}
+
+// Waits for the `bytes` bytes of lines flagged with flag in the slot at slotOffset of this rank's
+// scratch and stores them at out; warp `warp` of nWarps. A warp loads its group's lines, every
+// lane its 16 bytes, until the flag lane of every line has the flag.
+__device__ __forceinline__ void receiveLines(const Args& a, uint64_t slotOffset, char* out, uint64_t bytes, uint64_t flag,
+                                             uint64_t warp, uint64_t nWarps) {
+  const LinePlace at;
+  const uint64_t words = ceilDiv(bytes, 8);
+  const uint64_t lines = linesOf(bytes);
+  const bool outAligned = aligned(out, 8);
+  for (uint64_t group = warp; group * kLinesPerWarp < lines; group += nWarps) {
+    const uint64_t line = group * kLinesPerWarp + at.lineLane;
+    const bool valid = line < lines;
+    const char* src = a.scratch + slotOffset + line * kLineBytes + at.piece * 16;
+    uint64_t v0 = 0, v1 = flag;
+    for (int64_t spins = 0;; ++spins) {
+      if (valid) mscclppLoadVolatile128(src, &v0, &v1);
+      if (__all_sync(kFullWarp, !valid || !at.flagLane || v1 == flag)) break;
+      spinCheck(a.abort, a.maxSpins, spins);
+    }
+    const uint64_t w0 = line * kLineDataWords + 2 * at.piece;
+    if (valid && w0 < words) storeWord(out, w0, bytes, outAligned, v0);
+    if (valid && !at.flagLane && w0 + 1 < words) storeWord(out, w0 + 1, bytes, outAligned, v1);
+  }
+}
+
+}  // namespace coll
+
+#endif  // MSCCLPP_KERNELS_LL128_CUH_
