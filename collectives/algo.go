@@ -147,14 +147,16 @@ func allGatherPacketLimit(nRanks int) uint64 {
 }
 
 // allGatherLL128Range: an AllGather of more than `from` and at most `to` bytes per rank sends
-// LL128 lines; below, LL16 packets; above, put. 2 x H200, graph mode, same run (2026-11-27, us,
-// ll128 / packet / put, whole output): 256 KiB 4.40 / 4.35 / 8.05, 512 KiB 4.72 / 5.07 / 8.60,
-// 1 MiB 5.46 / 6.53 / 8.55, 2 MiB 7.35 / 9.55 / 10.02 (to = the most a slot holds as lines).
+// LL128 lines; below, LL16 packets; above, put. Graph mode, same runs (2026-11-27, us, ll128 /
+// packet / put, whole output). 2 x H200: 256 KiB 4.40 / 4.35 / 8.05, 512 KiB 4.72 / 5.07 / 8.60,
+// 1 MiB 5.46 / 6.53 / 8.55, 2 MiB 7.35 / 9.55 / 10.02 (`to` is the most a slot holds as lines).
+// 4 x H200: 256 KiB 5.66 / 5.24 / 11.04, 512 KiB 5.84 / 6.79 / 11.12, 2 MiB 10.69 / 17.25 / 14.00,
+// 4 MiB 20.24 / 29.04 / 18.94; more ranks are not measured and take 4's range.
 func allGatherLL128Range(nRanks int) (from, to uint64) {
 	if nRanks <= 2 {
 		return 128 << 10, linesMaxBytes
 	}
-	return 0, 0
+	return 64 << 10, 512 << 10
 }
 
 // plan is one launch: the kernel's entry point and the grid.

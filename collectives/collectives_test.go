@@ -148,8 +148,10 @@ func TestChooseAllGather(t *testing.T) {
 		{512<<10 + 1, 2, none, false, AlgoAuto, AlgoLL128, 69}, // 4370 lines
 		{linesMaxBytes, 2, none, false, AlgoAuto, AlgoLL128, maxBlocks},
 		{linesMaxBytes + 1, 2, none, false, AlgoAuto, AlgoPut, 61},
-		{256 << 10, 4, none, false, AlgoAuto, AlgoPacket, 64}, // a packet per thread: 32768 packets
-		{256<<10 + 1, 4, none, false, AlgoAuto, AlgoPut, 9},
+		{64 << 10, 4, none, false, AlgoAuto, AlgoPacket, 16}, // a packet per thread: 8192 packets
+		{64<<10 + 8, 4, none, false, AlgoAuto, AlgoLL128, 9},  // 547 lines of 8 threads
+		{512 << 10, 4, none, false, AlgoAuto, AlgoLL128, 69},
+		{512<<10 + 1, 4, none, false, AlgoAuto, AlgoPut, 17},
 		{1, 2, none, false, AlgoPut, AlgoPut, 1},
 		{packetMaxBytes, 2, none, false, AlgoPacket, AlgoPacket, maxBlocks},
 		{packetMaxBytes + 1, 2, none, false, AlgoPacket, AlgoPut, 33},
@@ -159,7 +161,7 @@ func TestChooseAllGather(t *testing.T) {
 		{linesMaxBytes, 2, none, false, AlgoLL128, AlgoLL128, maxBlocks},
 		{linesMaxBytes, 8, direct, true, AlgoLL128, AlgoLL128, maxBlocks},
 		{linesMaxBytes + 1, 2, none, false, AlgoLL128, AlgoPut, 61}, // beyond a packet slot
-		{256<<10 + 1, 4, direct, false, AlgoAuto, AlgoDirect, 9},
+		{512<<10 + 1, 4, direct, false, AlgoAuto, AlgoDirect, 17},
 		{1, 2, direct, false, AlgoDirect, AlgoDirect, 1},
 		{1, 2, none, false, AlgoDirect, AlgoPacket, 1},
 		{1 << 30, 2, none, false, AlgoDirect, AlgoPut, maxBlocks},
