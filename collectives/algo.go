@@ -11,7 +11,7 @@ const (
 	AlgoAuto    = "auto"
 	AlgoPacket  = "packet"  // one-shot LL packets (every collective)
 	AlgoPacket2 = "packet2" // two-shot LL packets: reduce-scatter and all-gather (AllReduce)
-	AlgoLL128   = "ll128"   // one-shot LL128 lines: 120 data bytes and a flag per 128 (AllGather)
+	AlgoLL128   = "ll128"   // one-shot LL128 lines: 120 data bytes and a flag per 128 (AllReduce, AllGather)
 	AlgoRSAG    = "rsag"    // reduce-scatter + all-gather rounds (AllReduce)
 	// AlgoOneShot is every rank's whole input copied into every peer's scratch, one signal
 	// exchange per round, and every rank reducing all of them (AllReduce; at most
@@ -53,11 +53,14 @@ const (
 	lineDataWords   = 15          // coll::kLineDataWords: 8-byte data words per line
 	lineLanes       = 8           // coll::kLineLanes: threads per line
 
-	// packetMaxBytes is the most data one rank's packet slot carries (its slot holds twice as
+	// packetMaxBytes is the most data one rank's packet slot carries as LL16 packets (twice as
 	// many packet bytes): the ceiling of the packet algorithms, forced or not.
 	packetMaxBytes = 1 << 20
-	// linesMaxBytes is the most data one rank's packet slot carries as LL128 lines.
-	linesMaxBytes = packetMaxBytes / packetWordBytes * 16 / lineBytes * lineDataWords * 8
+	// packetSlotBytes is one rank's packet slot: packetMaxBytes as LL16 packets (2 MiB), and a
+	// 2 MiB AllReduce as LL128 lines (2.13 MiB).
+	packetSlotBytes = 9 << 18
+	// linesMaxBytes is the most data one rank's packet slot carries as LL128 lines (2.11 MiB).
+	linesMaxBytes = packetSlotBytes / lineBytes * lineDataWords * 8
 	// roundBytesPerBlock: the round algorithms give each block at least this much data before
 	// adding blocks.
 	roundBytesPerBlock = 32 << 10
@@ -97,6 +100,20 @@ func allReduceOneShotLimit(nRanks int) uint64 {
 		return 8 << 20
 	}
 	return 0
+}
+
+// allReduceLL128Range: an AllReduce of more than `from` and at most `to` bytes sends LL128
+// lines, one-shot, whether or not the buffers are registered. 2 x H200, graph mode, same run
+// (2026-11-27, us, ll128 / packet / oneshot): 128 KiB 4.39 / 4.30 / 6.29, 256 KiB 4.79 / 5.02 /
+// 6.76, 512 KiB 5.50 / 6.55 / 7.53, 1 MiB 7.58 / 10.13 / 9.29, 2 MiB 10.74 / 16.10 / 12.66;
+// registered, `direct` took 11.04, 12.94 and 14.96 at 512 KiB, 1 MiB and 2 MiB. Not on more
+// ranks (not measured; each rank sends its whole buffer to every peer, which made `oneshot` lose
+// there).
+func allReduceLL128Range(nRanks int) (from, to uint64) {
+	if nRanks <= 2 {
+		return 128 << 10, linesMaxBytes
+	}
+	return 0, 0
 }
 
 // allReducePacket2Limit: two-shot packets pay off only beyond two ranks (on two, one-shot moves
@@ -211,8 +228,15 @@ func chooseAllReduce(bytes uint64, dt DataType, op Op, nRanks, maxGrid int, reg 
 		if nRanks-1 <= maxZeroCopyPeers {
 			algo = AlgoOneShot
 		}
+	case AlgoLL128:
+		if bytes <= linesMaxBytes {
+			algo = AlgoLL128
+		}
 	case AlgoAuto:
+		linesFrom, linesTo := allReduceLL128Range(nRanks)
 		switch {
+		case bytes > linesFrom && bytes <= linesTo:
+			algo = AlgoLL128
 		case bytes <= allReducePacketLimit(nRanks):
 			algo = AlgoPacket
 		case bytes <= allReducePacket2Limit(nRanks, zeroCopy) && fitsTwoShot:
@@ -239,6 +263,8 @@ func chooseAllReduce(bytes uint64, dt DataType, op Op, nRanks, maxGrid int, reg 
 		return plan{algo, kernel, roundBlocks(share, maxGrid), directThreads}
 	case AlgoOneShot: // its entry points allow blocks of 1024 threads; 512 ran faster
 		return plan{algo, kernel, clampBlocks((bytes+oneShotBytesPerBlock-1)/oneShotBytesPerBlock, maxGrid), rsagThreads}
+	case AlgoLL128:
+		return plan{algo, kernel, lineBlocks(bytes, maxGrid), packetThreads}
 	}
 	return plan{algo, kernel, packetBlocks(bytes, maxGrid), packetThreads}
 }
@@ -287,7 +313,7 @@ func kernelNames() []string {
 			continue
 		}
 		for op := Sum; op.Valid(); op++ {
-			for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoRSAG, AlgoOneShot, AlgoDirect, AlgoRSAGDirect, AlgoRSAGPort, AlgoPort} {
+			for _, algo := range []string{AlgoPacket, AlgoPacket2, AlgoLL128, AlgoRSAG, AlgoOneShot, AlgoDirect, AlgoRSAGDirect, AlgoRSAGPort, AlgoPort} {
 				add(allReduceKernel(algo, dt, op))
 			}
 			for _, algo := range []string{AlgoPacket, AlgoPut} {

@@ -31,9 +31,13 @@ func TestChooseAllReduce(t *testing.T) {
 		threads  int
 	}{
 		{4, 2, false, AlgoAuto, AlgoPacket, 1, packetThreads},
-		{512 << 10, 2, false, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
-		// oneshot on 2 ranks past the packet limit, a block per 8 KiB, then rsag.
-		{512<<10 + 4, 2, false, AlgoAuto, AlgoOneShot, 65, rsagThreads},
+		{128 << 10, 2, false, AlgoAuto, AlgoPacket, 32, packetThreads},
+		// ll128 on 2 ranks past 128 KiB, a thread per 16 bytes of lines, up to what a slot holds;
+		// then oneshot, a block per 8 KiB, then rsag.
+		{128<<10 + 8, 2, false, AlgoAuto, AlgoLL128, 18, packetThreads}, // 1093 lines
+		{512 << 10, 2, false, AlgoAuto, AlgoLL128, 69, packetThreads},
+		{linesMaxBytes, 2, false, AlgoAuto, AlgoLL128, maxBlocks, packetThreads},
+		{linesMaxBytes + 4, 2, false, AlgoAuto, AlgoOneShot, maxBlocks, rsagThreads},
 		{8 << 20, 2, false, AlgoAuto, AlgoOneShot, maxBlocks, rsagThreads},
 		{8<<20 + 4, 2, false, AlgoAuto, AlgoRSAG, 128, rsagThreads},
 		{128<<10 + 4, 4, false, AlgoAuto, AlgoPacket2, 33, packetThreads},
@@ -52,9 +56,13 @@ func TestChooseAllReduce(t *testing.T) {
 		{packetMaxBytes, 8, false, AlgoPacket, AlgoPacket, maxBlocks, packetThreads},
 		{packetMaxBytes + 4, 2, false, AlgoPacket, AlgoRSAG, 17, rsagThreads}, // beyond a packet slot
 		{packetMaxBytes + 4, 2, false, AlgoPacket2, AlgoPacket2, 128, packetThreads},
-		// Registered buffers: direct above the one-shot packet limit, or when forced.
-		{512 << 10, 2, true, AlgoAuto, AlgoPacket, maxBlocks, packetThreads},
-		{512<<10 + 4, 2, true, AlgoAuto, AlgoDirect, 9, directThreads},
+		{4, 8, false, AlgoLL128, AlgoLL128, 1, packetThreads},
+		{linesMaxBytes, 4, true, AlgoLL128, AlgoLL128, maxBlocks, packetThreads},
+		{linesMaxBytes + 4, 2, false, AlgoLL128, AlgoRSAG, 34, rsagThreads}, // beyond a packet slot
+		// Registered buffers: direct above the one-shot limits (packets, lines), or when forced.
+		{128 << 10, 2, true, AlgoAuto, AlgoPacket, 32, packetThreads},
+		{512<<10 + 4, 2, true, AlgoAuto, AlgoLL128, 69, packetThreads},
+		{linesMaxBytes + 4, 2, true, AlgoAuto, AlgoDirect, 34, directThreads},
 		{128<<10 + 4, 4, true, AlgoAuto, AlgoPacket2, 33, packetThreads},
 		{256<<10 + 4, 4, true, AlgoAuto, AlgoDirect, 3, directThreads},
 		{4 << 20, 4, true, AlgoAuto, AlgoDirect, 32, directThreads},
@@ -66,7 +74,7 @@ func TestChooseAllReduce(t *testing.T) {
 		{4, 2, false, AlgoRSAGDirect, AlgoPacket, 1, packetThreads}, // not registered: auto
 		{4, 2, true, AlgoDirect, AlgoDirect, 1, directThreads},
 		{4, 2, false, AlgoDirect, AlgoPacket, 1, packetThreads},        // not registered: auto
-		{2 << 20, 2, false, AlgoDirect, AlgoOneShot, 128, rsagThreads}, // not registered: auto
+		{2 << 20, 2, false, AlgoDirect, AlgoLL128, 128, packetThreads}, // not registered: auto
 		{2 << 20, 2, true, AlgoRSAG, AlgoRSAG, 32, rsagThreads},        // forced scratch algorithms win
 		// rsag_port: the reducing blocks plus one; only where the copy engines may run (below).
 		{4, 2, true, AlgoRSAGPort, AlgoPacket, 1, packetThreads},
@@ -147,20 +155,20 @@ func TestChooseAllGather(t *testing.T) {
 		{128<<10 + 8, 2, none, false, AlgoAuto, AlgoLL128, 18}, // 1093 lines of 8 threads
 		{512<<10 + 1, 2, none, false, AlgoAuto, AlgoLL128, 69}, // 4370 lines
 		{linesMaxBytes, 2, none, false, AlgoAuto, AlgoLL128, maxBlocks},
-		{linesMaxBytes + 1, 2, none, false, AlgoAuto, AlgoPut, 61},
+		{linesMaxBytes + 1, 2, none, false, AlgoAuto, AlgoPut, 68},
 		{64 << 10, 4, none, false, AlgoAuto, AlgoPacket, 16}, // a packet per thread: 8192 packets
-		{64<<10 + 8, 4, none, false, AlgoAuto, AlgoLL128, 9},  // 547 lines of 8 threads
+		{64<<10 + 8, 4, none, false, AlgoAuto, AlgoLL128, 9}, // 547 lines of 8 threads
 		{512 << 10, 4, none, false, AlgoAuto, AlgoLL128, 69},
 		{512<<10 + 1, 4, none, false, AlgoAuto, AlgoPut, 17},
 		{1, 2, none, false, AlgoPut, AlgoPut, 1},
 		{packetMaxBytes, 2, none, false, AlgoPacket, AlgoPacket, maxBlocks},
 		{packetMaxBytes + 1, 2, none, false, AlgoPacket, AlgoPut, 33},
 		{512 << 10, 2, direct, false, AlgoAuto, AlgoLL128, 69},
-		{linesMaxBytes + 1, 2, direct, false, AlgoAuto, AlgoDirect, 61},
+		{linesMaxBytes + 1, 2, direct, false, AlgoAuto, AlgoDirect, 68},
 		{1, 2, none, false, AlgoLL128, AlgoLL128, 1},
 		{linesMaxBytes, 2, none, false, AlgoLL128, AlgoLL128, maxBlocks},
 		{linesMaxBytes, 8, direct, true, AlgoLL128, AlgoLL128, maxBlocks},
-		{linesMaxBytes + 1, 2, none, false, AlgoLL128, AlgoPut, 61}, // beyond a packet slot
+		{linesMaxBytes + 1, 2, none, false, AlgoLL128, AlgoPut, 68}, // beyond a packet slot
 		{512<<10 + 1, 4, direct, false, AlgoAuto, AlgoDirect, 17},
 		{1, 2, direct, false, AlgoDirect, AlgoDirect, 1},
 		{1, 2, none, false, AlgoDirect, AlgoPacket, 1},
@@ -206,8 +214,9 @@ func TestChooseWithinMaxGrid(t *testing.T) {
 		{"rsag_direct, 114 SMs", 114, chooseAllReduce(1<<30, Float32, Sum, 4, 114, ports, AlgoAuto), 114},
 		{"rsag_port, 114 SMs", 114, chooseAllReduce(1<<30, Float32, Sum, 4, 114, ports, AlgoRSAGPort), 114},
 		{"rsag_port, 2 SMs", 2, chooseAllReduce(1<<30, Float32, Sum, 4, 2, ports, AlgoRSAGPort), 2},
-		{"packet, 114 SMs", 114, chooseAllReduce(512<<10, Float32, Sum, 2, 114, registered{}, AlgoAuto), 114},
-		{"packet, 40 SMs", 40, chooseAllReduce(512<<10, Float32, Sum, 2, 40, registered{}, AlgoAuto), 40},
+		{"ll128, 114 SMs", 114, chooseAllReduce(1<<20, Float32, Sum, 2, 114, registered{}, AlgoAuto), 114},
+		{"packet, 40 SMs", 40, chooseAllReduce(128<<10, Float32, Sum, 2, 40, registered{}, AlgoAuto), 32},
+		{"packet, 16 SMs", 16, chooseAllReduce(128<<10, Float32, Sum, 2, 16, registered{}, AlgoAuto), 16},
 		{"direct, 40 SMs", 40, chooseAllReduce(8<<20, Float32, Sum, 2, 40, ports, AlgoAuto), 40},
 		{"allgather put, 114 SMs", 114, chooseAllGather(1<<30, 4, 114, registered{}, false, AlgoAuto), 114},
 		{"allgather put, 40 SMs", 40, chooseAllGather(1<<30, 4, 40, registered{}, false, AlgoAuto), 40},
@@ -283,7 +292,8 @@ func TestMaxGrid(t *testing.T) {
 func TestScratchLayout(t *testing.T) {
 	for _, n := range []int{2, 3, 4, 8} {
 		l := scratchLayout(n)
-		assert.Equal(t, uint64(2*packetMaxBytes), l.slotBytes)
+		assert.Equal(t, uint64(packetSlotBytes), l.slotBytes)
+		assert.LessOrEqual(t, uint64(packetMaxBytes/packetWordBytes*16), l.slotBytes, "LL16 packets fill a slot")
 		assert.LessOrEqual(t, uint64((linesMaxBytes+lineDataWords*8-1)/(lineDataWords*8)*lineBytes), l.slotBytes, "LL128 lines fill a slot")
 		assert.GreaterOrEqual(t, l.descOffset, 2*packetPhases*uint64(n)*l.slotBytes, "2 parities x 3 phases x ranks slots")
 		assert.GreaterOrEqual(t, l.dataOffset, l.descOffset+2*maxBlocks*uint64(n)*descWords*16)
@@ -299,11 +309,11 @@ func TestScratchLayout(t *testing.T) {
 }
 
 // TestScratchBytes: the scratch size that doc.go and mscclppCollCommCreate's comment state, about
-// 512 MiB plus 12 MiB per rank up to 16 ranks (within 2 MiB: the descriptors and the rounding up
+// 512 MiB plus 13.5 MiB per rank up to 16 ranks (within 2 MiB: the descriptors and the rounding up
 // to a multiple of 2 MiB).
 func TestScratchBytes(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 4, 8, 16} {
-		stated := uint64(512<<20) + uint64(n)*(12<<20)
+		stated := uint64(512<<20) + uint64(n)*(27<<19)
 		total := scratchLayout(n).total
 		assert.LessOrEqual(t, total, stated+(2<<20), "%d ranks", n)
 		assert.GreaterOrEqual(t, total+(1<<20), stated, "%d ranks", n)
@@ -320,10 +330,10 @@ func TestKernelNamesCoverEveryType(t *testing.T) {
 	}
 	assert.Equal(t, 10, reducible, "every type but fp8")
 	assert.Len(t, sums, 7, "unsigned types sum with the signed kernels")
-	// Five AllGather and three Broadcast kernels; eight AllReduce and two ReduceScatter
+	// Five AllGather and three Broadcast kernels; nine AllReduce and two ReduceScatter
 	// algorithms, each with an entry point per reducible type and one per distinct sum, and a
 	// Scale kernel per reducible type.
-	assert.Len(t, kernelNames(), 5+3+(8+2)*(reducible+len(sums))+reducible)
+	assert.Len(t, kernelNames(), 5+3+(9+2)*(reducible+len(sums))+reducible)
 }
 
 // TestKernelNames: a reducing kernel's entry point is its algorithm's with, for sum, "sum_" and

@@ -84,8 +84,8 @@ const slowModuleLoad = 5 * time.Second
 
 func scratchLayout(nRanks int) layout {
 	const align = 256
-	slot := uint64(packetMaxBytes / packetWordBytes * 16) // LL16: 16 packet bytes per 8 data bytes
-	packets := 2 * packetPhases * uint64(nRanks) * slot   // 2 parities x phases x ranks
+	slot := uint64(packetSlotBytes)
+	packets := 2 * packetPhases * uint64(nRanks) * slot // 2 parities x phases x ranks
 	descOffset := roundUp(packets, align)
 	descs := 2 * maxBlocks * uint64(nRanks) * descWords * 16 // 2 parities x blocks x ranks, LL16
 	dataOffset := roundUp(descOffset+descs, align)

@@ -142,8 +142,8 @@ if build_cuda "$src" "$bin/collectives"; then
 	run "collectives (auto)" 600 $mpirun -np "$np" "$bin/collectives"
 	run "collectives (packet)" 600 env MSCCLPP_ALLREDUCE_ALGO=packet MSCCLPP_ALLGATHER_ALGO=packet \
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick
-	run "collectives (ll128)" 600 env MSCCLPP_ALLGATHER_ALGO=ll128 \
-		$mpirun -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick
+	run "collectives (ll128)" 600 env MSCCLPP_ALLREDUCE_ALGO=ll128 MSCCLPP_ALLGATHER_ALGO=ll128 \
+		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick
 	run "collectives (packet2)" 600 env MSCCLPP_ALLREDUCE_ALGO=packet2 \
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -np "$np" "$bin/collectives" quick
 	run "collectives (rsag, put)" 600 env MSCCLPP_ALLREDUCE_ALGO=rsag MSCCLPP_ALLGATHER_ALGO=put \

@@ -225,8 +225,8 @@ var (
 		Doc: "network interface whose address each rank listens on and advertises; empty picks the first non-loopback interface that is up, else loopback",
 	}
 	AllReduceAlgo = &Var[string]{
-		Name: "MSCCLPP_ALLREDUCE_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "packet2", "rsag", "oneshot", "direct", "rsag_direct", "rsag_port", "port"),
-		Doc: "AllReduce algorithm: auto (by size, rank count and registration), packet (one-shot LL packets), packet2 (two-shot LL packets), rsag (reduce-scatter + all-gather rounds), oneshot (every input copied into every peer's scratch, then reduced by every rank), direct or rsag_direct (zero-copy, registered buffers only), rsag_port (rsag with the all-gather on the copy engines; registered buffers with port channels only), port (every transfer on the copy engines, the SMs only reducing; registered send and receive buffers with port channels only); for experiments",
+		Name: "MSCCLPP_ALLREDUCE_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "packet2", "ll128", "rsag", "oneshot", "direct", "rsag_direct", "rsag_port", "port"),
+		Doc: "AllReduce algorithm: auto (by size, rank count and registration), packet (one-shot LL packets), packet2 (two-shot LL packets), ll128 (one-shot LL128 lines), rsag (reduce-scatter + all-gather rounds), oneshot (every input copied into every peer's scratch, then reduced by every rank), direct or rsag_direct (zero-copy, registered buffers only), rsag_port (rsag with the all-gather on the copy engines; registered buffers with port channels only), port (every transfer on the copy engines, the SMs only reducing; registered send and receive buffers with port channels only); for experiments",
 	}
 	AllGatherAlgo = &Var[string]{
 		Name: "MSCCLPP_ALLGATHER_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "ll128", "put", "direct", "port"),

@@ -40,14 +40,14 @@ struct LinePlace {
 __device__ __forceinline__ uint64_t linesOf(uint64_t bytes) { return ceilDiv(ceilDiv(bytes, 8), kLineDataWords); }
 
 // Writes the `bytes` bytes at src, as lines flagged with flag, into the slot at slotOffset of every
-// peer's scratch, and stores them at out too unless out is src; warp `warp` of nWarps (the loops
-// are uniform across a warp, which stays converged at the stores).
+// peer's scratch, and stores them at out too unless out is src or null; warp `warp` of nWarps
+// (the loops are uniform across a warp, which stays converged at the stores).
 __device__ __forceinline__ void sendLines(const Args& a, uint64_t slotOffset, const char* src, char* out, uint64_t bytes,
                                           uint64_t flag, uint64_t warp, uint64_t nWarps) {
   const LinePlace at;
   const uint64_t words = ceilDiv(bytes, 8);
   const uint64_t lines = linesOf(bytes);
-  const bool srcAligned = aligned(src, 8), outAligned = aligned(out, 8), copy = out != src;
+  const bool srcAligned = aligned(src, 8), outAligned = aligned(out, 8), copy = out != nullptr && out != src;
   for (uint64_t group = warp; group * kLinesPerWarp < lines; group += nWarps) {
     const uint64_t line = group * kLinesPerWarp + at.lineLane;
     const uint64_t w0 = line * kLineDataWords + 2 * at.piece;
@@ -65,9 +65,24 @@ __device__ __forceinline__ void sendLines(const Args& a, uint64_t slotOffset, co
   }
 }
 
+// Loads this lane's 16 bytes of `line` in the slot at slotOffset of this rank's scratch into v0
+// and v1 until the flag lane of every line of the warp's group holds flag (lines past `lines`
+// are not loaded). Every lane of the warp calls it together.
+__device__ __forceinline__ void waitLines(const Args& a, uint64_t slotOffset, const LinePlace& at, uint64_t line,
+                                          uint64_t lines, uint64_t flag, uint64_t& v0, uint64_t& v1) {
+  const bool valid = line < lines;
+  const char* src = a.scratch + slotOffset + line * kLineBytes + at.piece * 16;
+  v0 = 0;
+  v1 = flag;
+  for (int64_t spins = 0;; ++spins) {
+    if (valid) mscclppLoadVolatile128(src, &v0, &v1);
+    if (__all_sync(kFullWarp, !valid || !at.flagLane || v1 == flag)) return;
+    spinCheck(a.abort, a.maxSpins, spins);
+  }
+}
+
 // Waits for the `bytes` bytes of lines flagged with flag in the slot at slotOffset of this rank's
-// scratch and stores them at out; warp `warp` of nWarps. A warp loads its group's lines, every
-// lane its 16 bytes, until the flag lane of every line has the flag.
+// scratch and stores them at out; warp `warp` of nWarps.
 __device__ __forceinline__ void receiveLines(const Args& a, uint64_t slotOffset, char* out, uint64_t bytes, uint64_t flag,
                                              uint64_t warp, uint64_t nWarps) {
   const LinePlace at;
@@ -76,17 +91,11 @@ __device__ __forceinline__ void receiveLines(const Args& a, uint64_t slotOffset,
   const bool outAligned = aligned(out, 8);
   for (uint64_t group = warp; group * kLinesPerWarp < lines; group += nWarps) {
     const uint64_t line = group * kLinesPerWarp + at.lineLane;
-    const bool valid = line < lines;
-    const char* src = a.scratch + slotOffset + line * kLineBytes + at.piece * 16;
-    uint64_t v0 = 0, v1 = flag;
-    for (int64_t spins = 0;; ++spins) {
-      if (valid) mscclppLoadVolatile128(src, &v0, &v1);
-      if (__all_sync(kFullWarp, !valid || !at.flagLane || v1 == flag)) break;
-      spinCheck(a.abort, a.maxSpins, spins);
-    }
+    uint64_t v0, v1;
+    waitLines(a, slotOffset, at, line, lines, flag, v0, v1);
     const uint64_t w0 = line * kLineDataWords + 2 * at.piece;
-    if (valid && w0 < words) storeWord(out, w0, bytes, outAligned, v0);
-    if (valid && !at.flagLane && w0 + 1 < words) storeWord(out, w0 + 1, bytes, outAligned, v1);
+    if (line < lines && w0 < words) storeWord(out, w0, bytes, outAligned, v0);
+    if (line < lines && !at.flagLane && w0 + 1 < words) storeWord(out, w0 + 1, bytes, outAligned, v1);
   }
 }
 

@@ -393,9 +393,9 @@ const std::vector<size_t> kCounts = {1, 2, 3, 5, 8, 31, 33, 100, 1023, 1025, 409
                                      131071, 262147, 500001, 1048583, 4194319};
 
 // "sanitize": packets (1 element to 256 KiB of float32; two-shot from 128 KiB on more than 2
-// ranks), AllGather's LL128 lines on 2 ranks (768 KiB of float32), then past every packet limit
-// (4 MiB of float32: oneshot on 2 ranks, rsag on more, put; direct on registered buffers) and past
-// direct's and oneshot's (16 MiB of float32: rsag_direct, rsag).
+// ranks), LL128 lines on 2 ranks (AllReduce 256 and 768 KiB of float32, AllGather 768 KiB), then
+// past every packet limit (4 MiB of float32: oneshot on 2 ranks, rsag on more, put; direct on
+// registered buffers) and past direct's and oneshot's (16 MiB of float32: rsag_direct, rsag).
 const std::vector<size_t> kSanitizeCounts = {1, 33, 1025, 65537, 196613, 1048579, 4194319};
 
 // The counts and the operators of the sweeps: every one, or in "sanitize" mode a few.
