@@ -70,11 +70,11 @@ func TestModulesHaveTheirEntryPoints(t *testing.T) {
 			entries[string(e[1])] = true
 		}
 	}
-	assert.Equal(t, []string{"allgather_direct", "allgather_packet", "allgather_port", "allgather_put", "allreduce_direct",
-		"allreduce_oneshot", "allreduce_packet", "allreduce_packet2", "allreduce_port", "allreduce_rsag", "allreduce_rsag_port",
+	assert.Equal(t, []string{"allgather_direct", "allgather_ll128", "allgather_packet", "allgather_port", "allgather_put",
+		"allreduce_direct", "allreduce_ll128", "allreduce_oneshot", "allreduce_packet", "allreduce_packet2", "allreduce_port", "allreduce_rsag", "allreduce_rsag_port",
 		"broadcast_packet", "broadcast_put", "broadcast_sag", "reducescatter_packet", "reducescatter_put", "scale",
 		"sendrecv"}, names)
-	for _, prefix := range []string{"mscclpp_allreduce_packet", "mscclpp_allreduce_packet2", "mscclpp_allreduce_rsag",
+	for _, prefix := range []string{"mscclpp_allreduce_packet", "mscclpp_allreduce_packet2", "mscclpp_allreduce_ll128", "mscclpp_allreduce_rsag",
 		"mscclpp_allreduce_direct", "mscclpp_allreduce_rsag_direct", "mscclpp_allreduce_rsag_port", "mscclpp_allreduce_port",
 		"mscclpp_reducescatter_packet", "mscclpp_reducescatter_put"} {
 		for _, suffix := range []string{"f32", "f16", "bf16", "f64", "i8", "u8", "i32", "u32", "i64", "u64"} {
@@ -88,6 +88,7 @@ func TestModulesHaveTheirEntryPoints(t *testing.T) {
 		assert.True(t, entries["mscclpp_scale_"+suffix], "mscclpp_scale_%s", suffix)
 	}
 	assert.True(t, entries["mscclpp_allgather_packet"])
+	assert.True(t, entries["mscclpp_allgather_ll128"])
 	assert.True(t, entries["mscclpp_allgather_put"])
 	assert.True(t, entries["mscclpp_allgather_direct"])
 	assert.True(t, entries["mscclpp_allgather_port"])
