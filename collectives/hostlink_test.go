@@ -14,6 +14,7 @@ import (
 	"github.com/mscclpp-go/mscclpp/core/bootstrap"
 	"github.com/mscclpp-go/mscclpp/core/fabric"
 	"github.com/mscclpp-go/mscclpp/internal/config"
+	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
 
 // linkPattern is byte i of the k-th message from rank `from` to rank `to` (the i/1000 term makes
@@ -37,8 +38,7 @@ func requireTCP(t *testing.T) {
 	if !fabric.Has("tcp") {
 		t.Skip("libfabric offers no tcp provider here")
 	}
-	config.NetProvider.Set("tcp")
-	t.Cleanup(config.NetProvider.Reset)
+	testutil.Override(t, config.NetProvider, "tcp")
 }
 
 // runLinked runs f on n in-process ranks, each linked with the others (joinHostLinks; the links
@@ -150,8 +150,7 @@ func TestHostLinksOneWay(t *testing.T) {
 // of hanging.
 func TestHostLinksTimeout(t *testing.T) {
 	requireTCP(t)
-	config.NetTimeout.Set(time.Second)
-	t.Cleanup(config.NetTimeout.Reset)
+	testutil.Override(t, config.NetTimeout, time.Second)
 	runLinked(t, 2, func(ctx context.Context, rank int, b *bootstrap.TCP, h *hostLinks) error {
 		if rank == 1 {
 			start := time.Now()
@@ -281,8 +280,7 @@ func BenchmarkHostLinks(b *testing.B) {
 	if !fabric.Has("tcp") {
 		b.Skip("libfabric offers no tcp provider here")
 	}
-	config.NetProvider.Set("tcp")
-	defer config.NetProvider.Reset()
+	testutil.Override(b, config.NetProvider, "tcp")
 	for _, size := range []int{4 << 20, 64 << 20} {
 		for _, c := range []struct{ both, source bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
 			both := c.both
@@ -387,8 +385,7 @@ func TestHostLinksOtherPeerLeaves(t *testing.T) {
 // rank 0's chunk.
 func TestHostLinksClosePeerGone(t *testing.T) {
 	requireTCP(t)
-	config.NetTimeout.Set(time.Minute)
-	t.Cleanup(config.NetTimeout.Reset)
+	testutil.Override(t, config.NetTimeout, time.Minute)
 	runLinkedOwned(t, 2, func(ctx context.Context, rank int, b *bootstrap.TCP, h *hostLinks) error {
 		if rank == 1 {
 			landed := func() bool { return atomic.LoadUint64(h.streams[0][0].word(linkArrivedOff)) != 0 }
@@ -417,8 +414,7 @@ func TestHostLinksClosePeerGone(t *testing.T) {
 // it, long before MSCCLPP_NET_TIMEOUT (60 s here).
 func TestHostLinksPeerGone(t *testing.T) {
 	requireTCP(t)
-	config.NetTimeout.Set(time.Minute)
-	t.Cleanup(config.NetTimeout.Reset)
+	testutil.Override(t, config.NetTimeout, time.Minute)
 	runLinkedOwned(t, 2, func(ctx context.Context, rank int, b *bootstrap.TCP, h *hostLinks) error {
 		if rank == 1 {
 			// Take part in one exchange, so that the bootstrap link with rank 0 is watched, then leave.

@@ -28,8 +28,7 @@ func TestCopyEngineTrace(t *testing.T) {
 	defer ctx.Release()
 	require.NoError(t, ctx.SetCurrent())
 
-	config.ProxyTrace.Set(1)
-	defer config.ProxyTrace.Reset()
+	testutil.Override(t, config.ProxyTrace, 1)
 	const size = 1 << 20
 	buf, err := cuda.MemAlloc(2*size + 8)
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mscclpp-go/mscclpp/internal/config"
+	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
 
 // fakeSysfs builds, under a temporary root, a PCI tree with one GPU and the RDMA devices nics
@@ -85,8 +86,7 @@ func TestRDMADevice(t *testing.T) {
 }
 
 func TestNICForGPUOnlyRDMA(t *testing.T) {
-	config.HcaDevices.Set(" mlx5_0, mlx5_1")
-	t.Cleanup(config.HcaDevices.Reset)
+	testutil.Override(t, config.HcaDevices, " mlx5_0, mlx5_1")
 	d, _ := nicForGPU("tcp", 0)
 	assert.Empty(t, d, "tcp's domains are interfaces: the provider chooses")
 	d, why := nicForGPU("verbs;ofi_rxm", -1)

@@ -46,8 +46,7 @@ func TestFabricHostMemory(t *testing.T) {
 				t.Skipf("libfabric offers no %s provider here", tc.provider)
 			}
 			if tc.transport == TransportIB {
-				config.NetProvider.Set(tc.provider)
-				defer config.NetProvider.Reset()
+				testutil.Override(t, config.NetProvider, tc.provider)
 			}
 			sender, receiver := NewContext(), NewContext()
 			defer func() { assert.NoError(t, sender.Close()) }()

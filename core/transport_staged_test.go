@@ -56,8 +56,7 @@ func stagedPair(t testing.TB, tr Transport, provider string, staging stagingCopi
 		t.Skipf("libfabric offers no %s provider here", provider)
 	}
 	if tr == TransportIB {
-		config.NetProvider.Set(provider)
-		t.Cleanup(config.NetProvider.Reset)
+		testutil.Override(t, config.NetProvider, provider)
 	}
 	var err error
 	sender, err = openFabric(tr, "", staging)

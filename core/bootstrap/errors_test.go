@@ -573,8 +573,7 @@ func TestJoinAddrKey(t *testing.T) {
 // which the receiver's next Recv from it reports; the bytes it sent before stay receivable, and
 // the rank holds no more than the limit.
 func TestPendingLimit(t *testing.T) {
-	config.BootstrapMaxPending.Set(64 << 20)
-	t.Cleanup(config.BootstrapMaxPending.Reset)
+	testutil.Override(t, config.BootstrapMaxPending, 64<<20)
 	ranks := bootJob(t, 2, quiet(20*time.Second))
 	ctx := context.Background()
 	chunk := make([]byte, 1<<20)

@@ -198,8 +198,7 @@ func TestOpenUnknownProvider(t *testing.T) {
 // writer for ever: the write fails with ErrTimedOut after MSCCLPP_NET_TIMEOUT.
 func TestWriteTimesOutWhenPeerStalls(t *testing.T) {
 	a, b, ab, _ := pair(t, "shm", "")
-	config.NetTimeout.Set(300 * time.Millisecond)
-	defer config.NetTimeout.Reset()
+	testutil.Override(t, config.NetTimeout, 300*time.Millisecond)
 	src := testutil.HostMemory(t, 1<<20)
 	dst := testutil.HostMemory(t, 1<<20)
 	s, err := a.Register(addr(src), 1<<20)
@@ -228,8 +227,7 @@ func TestWriteTimesOutWhenPeerStalls(t *testing.T) {
 func TestSignalTimesOutWhenPeerStalls(t *testing.T) {
 	const big = 64 << 20 // more than the sockets between the two endpoints hold
 	a, b, ab, _ := pair(t, "tcp", "lo")
-	config.NetTimeout.Set(300 * time.Millisecond)
-	defer config.NetTimeout.Reset()
+	testutil.Override(t, config.NetTimeout, 300*time.Millisecond)
 	src := testutil.HostMemory(t, big)
 	dst := testutil.HostMemory(t, big+4096)
 	s, err := a.Register(addr(src), big)

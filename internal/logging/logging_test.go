@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mscclpp-go/mscclpp/internal/config"
+	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
 
 // capture installs a sink that records lines and restores stdout when the test ends.
@@ -27,8 +28,7 @@ func capture(t *testing.T) func() []string {
 
 func withLevel(t *testing.T, level string) {
 	t.Helper()
-	config.Debug.Set(level)
-	t.Cleanup(config.Debug.Reset)
+	testutil.Override(t, config.Debug, level)
 }
 
 func TestLineCarriesHostPidRank(t *testing.T) {
