@@ -200,11 +200,12 @@ type registered struct {
 }
 
 // chooseAllReduce picks the algorithm, kernel and grid for bytes of dt reduced with op across
-// nRanks, in grids of at most maxGrid blocks (2 or more); reg says which zero-copy paths the
-// call's send and receive buffers allow; forced is MSCCLPP_ALLREDUCE_ALGO ("auto" or an algorithm
+// nRanks, in grids of at most maxGrid blocks (2 or more); lines says whether auto may send LL128
+// lines (Comm.lines); reg says which zero-copy paths the call's send and receive buffers allow;
+// forced is MSCCLPP_ALLREDUCE_ALGO ("auto" or an algorithm
 // name). A forced packet algorithm whose packets would not fit a packet slot falls back to rsag;
 // a forced zero-copy algorithm that the buffers do not allow is auto.
-func chooseAllReduce(bytes uint64, dt DataType, op Op, nRanks, maxGrid int, reg registered, forced string) plan {
+func chooseAllReduce(bytes uint64, dt DataType, op Op, nRanks, maxGrid int, lines bool, reg registered, forced string) plan {
 	zeroCopy := reg.zeroCopy
 	fitsOneShot := bytes <= packetMaxBytes
 	fitsTwoShot := (bytes+uint64(nRanks)*packetWordBytes-1)/(uint64(nRanks)*packetWordBytes)*packetWordBytes <= packetMaxBytes
@@ -235,7 +236,7 @@ func chooseAllReduce(bytes uint64, dt DataType, op Op, nRanks, maxGrid int, reg 
 	case AlgoAuto:
 		linesFrom, linesTo := allReduceLL128Range(nRanks)
 		switch {
-		case bytes > linesFrom && bytes <= linesTo:
+		case lines && bytes > linesFrom && bytes <= linesTo:
 			algo = AlgoLL128
 		case bytes <= allReducePacketLimit(nRanks):
 			algo = AlgoPacket
@@ -355,17 +356,17 @@ func chooseBroadcast(bytes uint64, nRanks, maxGrid int) plan {
 }
 
 // chooseAllGather picks the algorithm and grid for bytes per rank across nRanks, in grids of at
-// most maxGrid blocks; reg says which zero-copy paths the receive buffer allows; inPlace that
-// send is this rank's part of it. A forced zero-copy algorithm that the buffers do not allow is
+// most maxGrid blocks; lines says whether auto may send LL128 lines (Comm.lines); reg says which
+// zero-copy paths the receive buffer allows; inPlace that send is this rank's part of it. A forced zero-copy algorithm that the buffers do not allow is
 // auto.
-func chooseAllGather(bytes uint64, nRanks, maxGrid int, reg registered, inPlace bool, forced string) plan {
+func chooseAllGather(bytes uint64, nRanks, maxGrid int, lines bool, reg registered, inPlace bool, forced string) plan {
 	if forced == AlgoDirect && !reg.zeroCopy || forced == AlgoPort && !reg.copyEngine {
 		forced = AlgoAuto
 	}
 	linesFrom, linesTo := allGatherLL128Range(nRanks)
 	switch {
 	case forced == AlgoLL128 && bytes <= linesMaxBytes,
-		forced == AlgoAuto && bytes > linesFrom && bytes <= linesTo:
+		forced == AlgoAuto && lines && bytes > linesFrom && bytes <= linesTo:
 		return plan{AlgoLL128, allGatherKernel(AlgoLL128), lineBlocks(bytes, maxGrid), packetThreads}
 	case forced == AlgoPacket && bytes <= packetMaxBytes,
 		forced == AlgoAuto && bytes <= allGatherPacketLimit(nRanks):

@@ -29,7 +29,9 @@ func (c *Comm) AllReduce(send, recv cuda.DevicePtr, count int, dt DataType, op O
 	forced, _ := forcedAlgorithms()
 	x := call{kind: callAllReduce, args: c.args, local: recv, bytes: bytes,
 		send: span{send, bytes}, recv: span{recv, bytes},
-		choose: func(reg registered) plan { return chooseAllReduce(bytes, dt, op, c.nRanks, c.maxGrid, reg, forced) }}
+		choose: func(reg registered) plan {
+			return chooseAllReduce(bytes, dt, op, c.nRanks, c.maxGrid, c.lines, reg, forced)
+		}}
 	x.args.Send, x.args.Recv, x.args.Count, x.args.Op = uintptr(send), uintptr(recv), uint64(count), uint64(op)
 	if err := c.launch(&x, s); err != nil {
 		return fail(err)
@@ -60,7 +62,7 @@ func (c *Comm) AllGather(send, recv cuda.DevicePtr, sendCount int, dt DataType, 
 	_, forced := forcedAlgorithms()
 	x := call{kind: callAllGather, args: c.args, local: mine, bytes: bytes, recv: span{recv, bytes * uint64(c.nRanks)},
 		choose: func(reg registered) plan {
-			return chooseAllGather(bytes, c.nRanks, c.maxGrid, reg, send == mine, forced)
+			return chooseAllGather(bytes, c.nRanks, c.maxGrid, c.lines, reg, send == mine, forced)
 		}}
 	x.args.Send, x.args.Recv, x.args.Count = uintptr(send), uintptr(recv), bytes
 	if err := c.launch(&x, s); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func TestChooseAllReduce(t *testing.T) {
 		{4, 2, true, AlgoRSAGPort, AlgoPacket, 1, packetThreads},
 	}
 	for _, tt := range tests {
-		p := chooseAllReduce(tt.bytes, Float16, Sum, tt.nRanks, maxBlocks, registered{zeroCopy: tt.zeroCopy}, tt.forced)
+		p := chooseAllReduce(tt.bytes, Float16, Sum, tt.nRanks, maxBlocks, true, registered{zeroCopy: tt.zeroCopy}, tt.forced)
 		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
 		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
 		assert.Equal(t, tt.threads, p.threads, "%+v", tt)
@@ -124,14 +125,14 @@ func TestChooseAllReduceCopyEngines(t *testing.T) {
 		{1 << 30, 2, recvOnly, AlgoAuto, AlgoRSAGDirect, maxBlocks},
 	}
 	for _, tt := range tests {
-		p := chooseAllReduce(tt.bytes, Float32, Sum, tt.nRanks, maxBlocks, tt.reg, tt.forced)
+		p := chooseAllReduce(tt.bytes, Float32, Sum, tt.nRanks, maxBlocks, true, tt.reg, tt.forced)
 		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
 		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
 		assert.Equal(t, rsagThreads, p.threads, "%+v", tt)
 		assert.Equal(t, allReduceKernel(tt.algo, Float32, Sum), p.kernel, "%+v", tt)
 		assert.Equal(t, tt.algo != AlgoRSAG, p.zeroCopy(), "%+v", tt)
 	}
-	p := chooseAllReduce(1<<30, Float32, Sum, 4, 2, both, AlgoPort)
+	p := chooseAllReduce(1<<30, Float32, Sum, 4, 2, true, both, AlgoPort)
 	assert.Equal(t, 2, p.blocks, "a reducing block and the issuing one within a grid of 2")
 }
 
@@ -191,7 +192,7 @@ func TestChooseAllGather(t *testing.T) {
 		{1 << 30, 4, direct, true, AlgoAuto, AlgoDirect, maxBlocks},
 	}
 	for _, tt := range tests {
-		p := chooseAllGather(tt.bytes, tt.nRanks, maxBlocks, tt.reg, tt.inPlace, tt.forced)
+		p := chooseAllGather(tt.bytes, tt.nRanks, maxBlocks, true, tt.reg, tt.inPlace, tt.forced)
 		assert.Equal(t, tt.algo, p.algo, "%+v", tt)
 		assert.Equal(t, tt.blocks, p.blocks, "%+v", tt)
 		assert.Equal(t, "mscclpp_allgather_"+tt.algo, p.kernel)
@@ -210,17 +211,17 @@ func TestChooseWithinMaxGrid(t *testing.T) {
 		plan    plan
 		blocks  int
 	}{
-		{"rsag, 114 SMs", 114, chooseAllReduce(1<<30, Float32, Sum, 4, 114, registered{}, AlgoAuto), 114},
-		{"rsag_direct, 114 SMs", 114, chooseAllReduce(1<<30, Float32, Sum, 4, 114, ports, AlgoAuto), 114},
-		{"rsag_port, 114 SMs", 114, chooseAllReduce(1<<30, Float32, Sum, 4, 114, ports, AlgoRSAGPort), 114},
-		{"rsag_port, 2 SMs", 2, chooseAllReduce(1<<30, Float32, Sum, 4, 2, ports, AlgoRSAGPort), 2},
-		{"ll128, 114 SMs", 114, chooseAllReduce(1<<20, Float32, Sum, 2, 114, registered{}, AlgoAuto), 114},
-		{"packet, 40 SMs", 40, chooseAllReduce(128<<10, Float32, Sum, 2, 40, registered{}, AlgoAuto), 32},
-		{"packet, 16 SMs", 16, chooseAllReduce(128<<10, Float32, Sum, 2, 16, registered{}, AlgoAuto), 16},
-		{"direct, 40 SMs", 40, chooseAllReduce(8<<20, Float32, Sum, 2, 40, ports, AlgoAuto), 40},
-		{"allgather put, 114 SMs", 114, chooseAllGather(1<<30, 4, 114, registered{}, false, AlgoAuto), 114},
-		{"allgather put, 40 SMs", 40, chooseAllGather(1<<30, 4, 40, registered{}, false, AlgoAuto), 40},
-		{"allgather port, 40 SMs", 40, chooseAllGather(1<<30, 4, 40, ports, false, AlgoPort), 40},
+		{"rsag, 114 SMs", 114, chooseAllReduce(1<<30, Float32, Sum, 4, 114, true, registered{}, AlgoAuto), 114},
+		{"rsag_direct, 114 SMs", 114, chooseAllReduce(1<<30, Float32, Sum, 4, 114, true, ports, AlgoAuto), 114},
+		{"rsag_port, 114 SMs", 114, chooseAllReduce(1<<30, Float32, Sum, 4, 114, true, ports, AlgoRSAGPort), 114},
+		{"rsag_port, 2 SMs", 2, chooseAllReduce(1<<30, Float32, Sum, 4, 2, true, ports, AlgoRSAGPort), 2},
+		{"ll128, 114 SMs", 114, chooseAllReduce(1<<20, Float32, Sum, 2, 114, true, registered{}, AlgoAuto), 114},
+		{"packet, 40 SMs", 40, chooseAllReduce(128<<10, Float32, Sum, 2, 40, true, registered{}, AlgoAuto), 32},
+		{"packet, 16 SMs", 16, chooseAllReduce(128<<10, Float32, Sum, 2, 16, true, registered{}, AlgoAuto), 16},
+		{"direct, 40 SMs", 40, chooseAllReduce(8<<20, Float32, Sum, 2, 40, true, ports, AlgoAuto), 40},
+		{"allgather put, 114 SMs", 114, chooseAllGather(1<<30, 4, 114, true, registered{}, false, AlgoAuto), 114},
+		{"allgather put, 40 SMs", 40, chooseAllGather(1<<30, 4, 40, true, registered{}, false, AlgoAuto), 40},
+		{"allgather port, 40 SMs", 40, chooseAllGather(1<<30, 4, 40, true, ports, false, AlgoPort), 40},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.blocks, tt.plan.blocks, tt.name)
@@ -286,9 +287,64 @@ func TestMaxGrid(t *testing.T) {
 	}
 }
 
-// TestScratchLayout: the packet slots hold packetMaxBytes of data as LL16 packets (linesMaxBytes as LL128 lines), the
-// descriptor packets and then the data banks start aligned after them, chunks are 16-byte
-// multiples, and the allocation's size is a multiple of 2 MiB with less than 2 MiB unused.
+// TestLinesSafe: LL128 lines only where every GPU that shares a rank's host is that rank's own or
+// linked to it (NVLink), ranks on other hosts not counting; every rank gets the AND of all the
+// ranks' views, over a real bootstrap (agreeAll).
+func TestLinesSafe(t *testing.T) {
+	rank := func(host uint64, gpu byte) rankIdentity {
+		return rankIdentity{host: host, gpu: gpuIdentity{id: uint64(gpu), sms: 132}}
+	}
+	linkedTo := func(gpus ...byte) func(uint64) bool {
+		return func(g uint64) bool { return slices.Contains(gpus, byte(g)) }
+	}
+	tests := []struct {
+		name   string
+		ranks  []rankIdentity
+		me     int
+		linked func(uint64) bool
+		want   bool
+	}{
+		{"one rank", []rankIdentity{rank(1, 'a')}, 0, linkedTo(), true},
+		{"two GPUs, NVLink", []rankIdentity{rank(1, 'a'), rank(1, 'b')}, 0, linkedTo('b'), true},
+		{"two GPUs, PCIe or not visible", []rankIdentity{rank(1, 'a'), rank(1, 'b')}, 0, linkedTo(), false},
+		{"one GPU shared", []rankIdentity{rank(1, 'a'), rank(1, 'a')}, 1, linkedTo(), true},
+		{"one of two peers not linked", []rankIdentity{rank(1, 'a'), rank(1, 'b'), rank(1, 'c')}, 0, linkedTo('b'), false},
+		{"a peer on another host", []rankIdentity{rank(1, 'a'), rank(2, 'b'), rank(1, 'c')}, 2, linkedTo('a'), true},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, linesSafeAmong(tt.me, tt.ranks, tt.linked), tt.name)
+	}
+	for _, views := range [][]bool{{true, true, true}, {true, false, true}, {false, false}} {
+		got := make([]bool, len(views))
+		failed := runRanks(t, len(views), func(ctx context.Context, r int, b *bootstrap.TCP) error {
+			var err error
+			got[r], err = agreeAll(ctx, b, views[r])
+			return err
+		})
+		for r := range views {
+			require.NoError(t, failed[r], "rank %d", r)
+			assert.Equal(t, !slices.Contains(views, false), got[r], "views %v, rank %d", views, r)
+		}
+	}
+}
+
+// TestChooseWithoutLines: where a rank reaches a peer without NVLink, auto never sends LL128
+// lines (packets, oneshot or put instead), and forcing ll128 still does.
+func TestChooseWithoutLines(t *testing.T) {
+	for _, bytes := range []uint64{128<<10 + 8, 1 << 20, linesMaxBytes} {
+		ar := chooseAllReduce(bytes, Float32, Sum, 2, maxBlocks, false, registered{}, AlgoAuto)
+		assert.Contains(t, []string{AlgoPacket, AlgoOneShot}, ar.algo, "AllReduce of %d bytes", bytes)
+		ag := chooseAllGather(bytes, 2, maxBlocks, false, registered{}, false, AlgoAuto)
+		assert.Contains(t, []string{AlgoPacket, AlgoPut}, ag.algo, "AllGather of %d bytes per rank", bytes)
+		assert.Equal(t, AlgoLL128, chooseAllReduce(bytes, Float32, Sum, 2, maxBlocks, false, registered{}, AlgoLL128).algo)
+		assert.Equal(t, AlgoLL128, chooseAllGather(bytes, 2, maxBlocks, false, registered{}, false, AlgoLL128).algo)
+	}
+}
+
+// TestScratchLayout: the packet slots hold packetMaxBytes of data as LL16 packets and
+// linesMaxBytes as LL128 lines, the descriptor packets and then the data banks start aligned after
+// them, chunks are 16-byte multiples, and the allocation's size is a multiple of 2 MiB with less
+// than 2 MiB unused.
 func TestScratchLayout(t *testing.T) {
 	for _, n := range []int{2, 3, 4, 8} {
 		l := scratchLayout(n)
@@ -375,7 +431,9 @@ func TestKernelNames(t *testing.T) {
 		}
 	}
 	// The plans launch their operator's entry point.
-	allReduce := func(op Op) string { return chooseAllReduce(4, Uint32, op, 2, maxBlocks, registered{}, AlgoAuto).kernel }
+	allReduce := func(op Op) string {
+		return chooseAllReduce(4, Uint32, op, 2, maxBlocks, true, registered{}, AlgoAuto).kernel
+	}
 	assert.Equal(t, "mscclpp_allreduce_packet_sum_i32", allReduce(Sum))
 	assert.Equal(t, "mscclpp_allreduce_packet_u32", allReduce(Avg))
 	assert.Equal(t, "mscclpp_reducescatter_put_sum_i64", chooseReduceScatter(1<<30, Uint64, Sum, 4, maxBlocks).kernel)

@@ -37,7 +37,10 @@ type Comm struct {
 	pctx   cuda.Context
 	// maxGrid is the most blocks a call launches, the same on every rank (maxGridOf).
 	maxGrid int
-	log     *slog.Logger
+	// lines: auto may choose LL128 lines (ll128), every rank's GPUs being joined by NVLink or
+	// shared (linesSafe), the same on every rank.
+	lines bool
+	log   *slog.Logger
 
 	mu     sync.Mutex // guards closed and serialises launches
 	closed bool
@@ -142,6 +145,13 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 			"hosts", len(c.span.hosts), "ranksOnThisHost", c.span.local.nRanks)
 		return c, nil
 	}
+	if c.lines, err = agreeAll(ctx, b, linesSafe(dev, c.rank, ranks)); err != nil {
+		return nil, fmt.Errorf("agree on LL128 lines: %w", err)
+	}
+	if !c.lines {
+		c.log.Info("LL128 lines (ll128) off: a rank reaches a peer's GPU without NVLink, or cannot see it (CUDA_VISIBLE_DEVICES); "+
+			"MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO=ll128 still force them", "gpu", device)
+	}
 	var sharing int
 	c.maxGrid, sharing = maxGridOf(ranks, c.rank)
 	if sharing > 1 {
@@ -175,7 +185,7 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 		c.startWatchdog(b)
 	}
 	c.log.Info("collective communicator ready", "gpu", device, "ranks", c.nRanks, "scratchBytes", lay.total,
-		"chunkBytes", lay.chunkBytes, "maxGrid", c.maxGrid, "took", time.Since(start).Round(time.Millisecond))
+		"chunkBytes", lay.chunkBytes, "maxGrid", c.maxGrid, "ll128", c.lines, "took", time.Since(start).Round(time.Millisecond))
 	return c, nil
 }
 
@@ -209,6 +219,67 @@ func identifyGPU(dev cuda.Device) (gpuIdentity, error) {
 	h.Write(binary.LittleEndian.AppendUint64(nil, core.HostHash()))
 	h.Write([]byte(bus))
 	return gpuIdentity{id: h.Sum64(), sms: sms}, nil
+}
+
+// linesSafe reports whether, as this rank sees it, LL128 lines reach every peer on its host whole:
+// each peer's GPU is this rank's own, or one this process can see and reaches over a link that
+// carries atomics natively (NVLink). Over PCIe a 128-byte store may arrive in pieces, so that a
+// line's flag can land before its data (NCCL keeps LL128 off there too). A peer's GPU this process
+// cannot see (CUDA_VISIBLE_DEVICES), or a driver call that fails, counts as not safe.
+func linesSafe(dev cuda.Device, me int, ranks []rankIdentity) bool {
+	visible := map[uint64]cuda.Device{}
+	n, err := cuda.DeviceCount()
+	if err != nil {
+		return false
+	}
+	for i := range n {
+		d, err := cuda.GetDevice(i)
+		if err != nil {
+			return false
+		}
+		id, err := identifyGPU(d)
+		if err != nil {
+			return false
+		}
+		visible[id.id] = d
+	}
+	return linesSafeAmong(me, ranks, func(gpu uint64) bool {
+		peer, ok := visible[gpu]
+		if !ok {
+			return false
+		}
+		linked, err := dev.NativeAtomicsWith(peer)
+		return err == nil && linked
+	})
+}
+
+// linesSafeAmong reports whether every rank on rank me's host runs on me's GPU or on one that
+// linked (given its gpuIdentity.id) says LL128 lines reach whole.
+func linesSafeAmong(me int, ranks []rankIdentity, linked func(gpu uint64) bool) bool {
+	for r, id := range ranks {
+		if r == me || id.host != ranks[me].host || id.gpu.id == ranks[me].gpu.id {
+			continue
+		}
+		if !linked(id.gpu.id) {
+			return false
+		}
+	}
+	return true
+}
+
+// agreeAll reports whether ok holds on every rank: one all-gather, so that every rank gets the same
+// answer. Collective.
+func agreeAll(ctx context.Context, b allGatherer, ok bool) (bool, error) {
+	all := make([]byte, b.Size())
+	if ok {
+		all[b.Rank()] = 1
+	}
+	if b.Size() > 1 {
+		if err := b.AllGather(ctx, all, 1); err != nil {
+			return false, err
+		}
+	}
+	return !slices.Contains(all, 0), nil
 }
 
 // rankIdentity is what New learns of every rank, in one exchange: its host (core.HostHash), its

@@ -66,6 +66,19 @@ func (d Device) CanAccessPeer(peer Device) (bool, error) {
 	return ok, nil
 }
 
+// NativeAtomicsWith reports whether the link between d and peer carries atomic operations
+// natively (CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED): NVLink does, PCIe does not.
+func (d Device) NativeAtomicsWith(peer Device) (bool, error) {
+	if err := initDriver(); err != nil {
+		return false, err
+	}
+	ok, err := cuDeviceNativeAtomics(d, peer)
+	if err != nil {
+		return false, fmt.Errorf("CUDA devices %d and %d: %w", d, peer, err)
+	}
+	return ok, nil
+}
+
 // Push makes c the current context of the calling OS thread, keeping the previous one on the
 // thread's context stack; PopContext restores it. The caller must hold the thread
 // (runtime.LockOSThread) from Push to PopContext. Unlike SetCurrent, Push and PopContext leave a

@@ -206,6 +206,13 @@ func cuDeviceCanAccessPeer(d, peer Device) (bool, error) {
 	return v != 0, err
 }
 
+func cuDeviceNativeAtomics(d, peer Device) (bool, error) {
+	var v C.int
+	err := check("cuDeviceGetP2PAttribute", C.mscclpp_cuDeviceGetP2PAttribute(&v, C.CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED,
+		C.CUdevice(d), C.CUdevice(peer)))
+	return v != 0, err
+}
+
 func cuDevicePrimaryCtxRetain(d Device) (Context, error) {
 	var c C.CUcontext
 	err := check("cuDevicePrimaryCtxRetain", C.mscclpp_cuDevicePrimaryCtxRetain(&c, C.CUdevice(d)))

@@ -32,6 +32,7 @@ CU_FN(cuDeviceGetName,      CU_REQUIRED, 0, (char *name, int len, CUdevice dev),
 CU_FN(cuDeviceGetPCIBusId,  CU_REQUIRED, 0, (char *pciBusId, int len, CUdevice dev), (pciBusId, len, dev))
 CU_FN(cuDeviceGetAttribute, CU_REQUIRED, 0, (int *pi, CUdevice_attribute attrib, CUdevice dev), (pi, attrib, dev))
 CU_FN(cuDeviceCanAccessPeer, CU_REQUIRED, 0, (int *canAccessPeer, CUdevice dev, CUdevice peerDev), (canAccessPeer, dev, peerDev))
+CU_FN(cuDeviceGetP2PAttribute, CU_REQUIRED, 0, (int *value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice), (value, attrib, srcDevice, dstDevice))
 
 CU_FN(cuDevicePrimaryCtxRetain,  CU_REQUIRED, 0, (CUcontext *pctx, CUdevice dev), (pctx, dev))
 CU_FN(cuDevicePrimaryCtxRelease, CU_REQUIRED, 0, (CUdevice dev), (dev))
