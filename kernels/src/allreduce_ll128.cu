@@ -32,7 +32,7 @@ __device__ __forceinline__ void allreduceLL128(const Args& a) {
     uint64_t acc0 = 0, acc1 = 0;
     for (uint32_t r = 0; r < a.nRanks; ++r) {
       uint64_t v0, v1;
-      if (r == a.rank) {
+      if (r == a.rank) {  // (the flag lane's v1 is reduced too, and never stored)
         v0 = w0 < words ? loadWord(send, w0, bytes, sendAligned) : 0;
         v1 = w0 + 1 < words ? loadWord(send, w0 + 1, bytes, sendAligned) : 0;
       } else {

@@ -16,8 +16,8 @@
 namespace coll {
 
 constexpr uint32_t kLineBytes = 128;
-constexpr uint32_t kLineDataWords = 15;  // 8-byte words of data per line (kLineBytes / 8 - 1): the 16th is the flag
-constexpr uint32_t kLineLanes = 8;                       // threads per line: two words each
+constexpr uint32_t kLineDataWords = 15;  // 8-byte data words per line (kLineBytes / 8 - 1); the 16th is the flag
+constexpr uint32_t kLineLanes = 8;       // threads per line: two words each
 constexpr uint32_t kLinesPerWarp = 32 / kLineLanes;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
