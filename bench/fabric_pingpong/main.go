@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -47,6 +48,7 @@ var (
 	noFI     = flag.Bool("no-fi", false, "do not run fi_pingpong")
 	onGPU    = flag.Bool("gpu", false, "also measure GPU memory (staged through host buffers)")
 	list     = flag.Bool("list", false, "list the providers that offer what the transport needs, and exit")
+	cpuProf  = flag.String("cpuprofile", "", "write each rank's CPU profile (go tool pprof) to this path plus .rank0 / .rank1")
 )
 
 func main() {
@@ -69,7 +71,19 @@ func main() {
 	}
 	if r := os.Getenv("FABRIC_PINGPONG_RANK"); r != "" {
 		rank, _ := strconv.Atoi(r)
+		if *cpuProf != "" {
+			f, err := os.Create(*cpuProf + ".rank" + r)
+			if err != nil {
+				log.Fatal(err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				log.Fatal(err)
+			}
+			defer f.Close()
+			defer pprof.StopCPUProfile()
+		}
 		if err := runRank(rank, sizes, os.Getenv("FABRIC_PINGPONG_GPU") == "1"); err != nil {
+			pprof.StopCPUProfile()
 			log.Fatalf("rank %d: %v", rank, err)
 		}
 		return
