@@ -351,6 +351,7 @@ func TestScratchLayout(t *testing.T) {
 		assert.Equal(t, uint64(packetSlotBytes), l.slotBytes)
 		assert.LessOrEqual(t, uint64(packetMaxBytes/packetWordBytes*16), l.slotBytes, "LL16 packets fill a slot")
 		assert.LessOrEqual(t, uint64((linesMaxBytes+lineDataWords*8-1)/(lineDataWords*8)*lineBytes), l.slotBytes, "LL128 lines fill a slot")
+		assert.Zero(t, l.slotBytes%lineBytes, "every line starts 128-byte aligned")
 		assert.GreaterOrEqual(t, l.descOffset, 2*packetPhases*uint64(n)*l.slotBytes, "2 parities x 3 phases x ranks slots")
 		assert.GreaterOrEqual(t, l.dataOffset, l.descOffset+2*maxBlocks*uint64(n)*descWords*16)
 		assert.Zero(t, l.descOffset%256)

@@ -151,6 +151,10 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 	if !c.lines {
 		c.log.Info("LL128 lines (ll128) off: a rank reaches a peer's GPU without NVLink, or cannot see it (CUDA_VISIBLE_DEVICES); "+
 			"MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO=ll128 still force them", "gpu", device)
+		if ar, ag := forcedAlgorithms(); ar == AlgoLL128 || ag == AlgoLL128 {
+			c.log.Warn("ll128 forced where LL128 lines may arrive in pieces (no NVLink between some of the ranks' GPUs, "+
+				"or a GPU a rank cannot see): results may be wrong", "gpu", device)
+		}
 	}
 	var sharing int
 	c.maxGrid, sharing = maxGridOf(ranks, c.rank)

@@ -55,6 +55,7 @@ func TestRuntimeWithoutDevice(t *testing.T) {
 		"PopContext":           PopContext,
 		"EnablePeerAccess":     func() error { return Context{}.EnablePeerAccess() },
 		"CanAccessPeer":        func() error { _, err := Device(0).CanAccessPeer(1); return err },
+		"NativeAtomicsWith":    func() error { _, err := Device(0).NativeAtomicsWith(1); return err },
 		"MemAlloc":             func() error { _, err := MemAlloc(1); return err },
 		"MemFree":              func() error { return MemFree(1) },
 		"MemHostAlloc":         func() error { _, err := MemHostAlloc(1); return err },

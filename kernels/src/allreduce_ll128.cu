@@ -34,7 +34,7 @@ __device__ __forceinline__ void allreduceLL128(const Args& a) {
       uint64_t v0, v1;
       if (r == a.rank) {  // (the flag lane's v1 is reduced too, and never stored)
         v0 = w0 < words ? loadWord(send, w0, bytes, sendAligned) : 0;
-        v1 = w0 + 1 < words ? loadWord(send, w0 + 1, bytes, sendAligned) : 0;
+        v1 = !at.flagLane && w0 + 1 < words ? loadWord(send, w0 + 1, bytes, sendAligned) : 0;
       } else {
         waitLines(a, packetSlotOffset(a, parity, kPacketLines, r), at, line, lines, flag, v0, v1);
       }
