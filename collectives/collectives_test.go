@@ -287,7 +287,7 @@ func TestMaxGrid(t *testing.T) {
 	}
 }
 
-// TestLinesSafe: LL128 lines only where every GPU that shares a rank's host is that rank's own or
+// TestLinesSafe: LL128 lines only where every other rank on a rank's host runs on another GPU,
 // linked to it (NVLink), ranks on other hosts not counting; every rank gets the AND of all the
 // ranks' views, over a real bootstrap (agreeAll).
 func TestLinesSafe(t *testing.T) {
@@ -307,7 +307,7 @@ func TestLinesSafe(t *testing.T) {
 		{"one rank", []rankIdentity{rank(1, 'a')}, 0, linkedTo(), true},
 		{"two GPUs, NVLink", []rankIdentity{rank(1, 'a'), rank(1, 'b')}, 0, linkedTo('b'), true},
 		{"two GPUs, PCIe or not visible", []rankIdentity{rank(1, 'a'), rank(1, 'b')}, 0, linkedTo(), false},
-		{"one GPU shared", []rankIdentity{rank(1, 'a'), rank(1, 'a')}, 1, linkedTo(), true},
+		{"one GPU shared", []rankIdentity{rank(1, 'a'), rank(1, 'a')}, 1, linkedTo('a'), false},
 		{"one of two peers not linked", []rankIdentity{rank(1, 'a'), rank(1, 'b'), rank(1, 'c')}, 0, linkedTo('b'), false},
 		{"a peer on another host", []rankIdentity{rank(1, 'a'), rank(2, 'b'), rank(1, 'c')}, 2, linkedTo('a'), true},
 	}

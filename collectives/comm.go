@@ -37,8 +37,8 @@ type Comm struct {
 	pctx   cuda.Context
 	// maxGrid is the most blocks a call launches, the same on every rank (maxGridOf).
 	maxGrid int
-	// lines: auto may choose LL128 lines (ll128), every rank's GPUs being joined by NVLink or
-	// shared (linesSafe), the same on every rank.
+	// lines: auto may choose LL128 lines (ll128), every pair of the ranks' GPUs on a host being
+	// two GPUs joined by NVLink (linesSafe), the same on every rank.
 	lines bool
 	log   *slog.Logger
 
@@ -149,11 +149,11 @@ func New(ctx context.Context, comm *core.Communicator, device int) (c *Comm, err
 		return nil, fmt.Errorf("agree on LL128 lines: %w", err)
 	}
 	if !c.lines {
-		c.log.Info("LL128 lines (ll128) off: a rank reaches a peer's GPU without NVLink, or cannot see it (CUDA_VISIBLE_DEVICES); "+
+		c.log.Info("LL128 lines (ll128) off: a rank shares its GPU, reaches a peer's GPU without NVLink, or cannot see it (CUDA_VISIBLE_DEVICES); "+
 			"MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO=ll128 still force them", "gpu", device)
 		if ar, ag := forcedAlgorithms(); ar == AlgoLL128 || ag == AlgoLL128 {
-			c.log.Warn("ll128 forced where LL128 lines may arrive in pieces (no NVLink between some of the ranks' GPUs, "+
-				"or a GPU a rank cannot see): results may be wrong", "gpu", device)
+			c.log.Warn("ll128 forced where LL128 lines may arrive in pieces (ranks sharing a GPU, no NVLink between "+
+				"some of the ranks' GPUs, or a GPU a rank cannot see): results may be wrong", "gpu", device)
 		}
 	}
 	var sharing int
@@ -226,10 +226,12 @@ func identifyGPU(dev cuda.Device) (gpuIdentity, error) {
 }
 
 // linesSafe reports whether, as this rank sees it, LL128 lines reach every peer on its host whole:
-// each peer's GPU is this rank's own, or one this process can see and reaches over a link that
-// carries atomics natively (NVLink). Over PCIe a 128-byte store may arrive in pieces, so that a
-// line's flag can land before its data (NCCL keeps LL128 off there too). A peer's GPU this process
-// cannot see (CUDA_VISIBLE_DEVICES), or a driver call that fails, counts as not safe.
+// each peer's GPU is one this process can see and reaches over a link that carries atomics
+// natively (NVLink). Over PCIe a 128-byte store may arrive in pieces, so that a line's flag can
+// land before its data (NCCL keeps LL128 off there too). A peer on this rank's own GPU counts as
+// not safe: nothing establishes that a concurrent load sees a local 128-byte store whole (NCCL
+// never puts two ranks on one GPU), and ranks sharing a GPU are for correctness tests, not speed.
+// So does a peer's GPU this process cannot see (CUDA_VISIBLE_DEVICES), or a failing driver call.
 func linesSafe(dev cuda.Device, me int, ranks []rankIdentity) bool {
 	visible := map[uint64]cuda.Device{}
 	n, err := cuda.DeviceCount()
@@ -257,14 +259,14 @@ func linesSafe(dev cuda.Device, me int, ranks []rankIdentity) bool {
 	})
 }
 
-// linesSafeAmong reports whether every rank on rank me's host runs on me's GPU or on one that
-// linked (given its gpuIdentity.id) says LL128 lines reach whole.
+// linesSafeAmong reports whether every other rank on rank me's host runs on a GPU other than me's
+// that linked (given its gpuIdentity.id) says LL128 lines reach whole.
 func linesSafeAmong(me int, ranks []rankIdentity, linked func(gpu uint64) bool) bool {
 	for r, id := range ranks {
-		if r == me || id.host != ranks[me].host || id.gpu.id == ranks[me].gpu.id {
+		if r == me || id.host != ranks[me].host {
 			continue
 		}
-		if !linked(id.gpu.id) {
+		if id.gpu.id == ranks[me].gpu.id || !linked(id.gpu.id) {
 			return false
 		}
 	}
