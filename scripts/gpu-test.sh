@@ -200,7 +200,8 @@ fi
 # collective at a few sizes per algorithm, on unregistered and registered buffers: see
 # tests/gpu/collectives/main.cu), memcheck and racecheck with the algorithms chosen by size, and
 # memcheck with the ones only a forced choice picks on 2 ranks (AllReduce packet2, rsag_port and
-# port, AllGather port). A reported error fails the check (--error-exitcode).
+# port, AllGather port) or on ranks that share a GPU (ll128). A reported error fails the check
+# (--error-exitcode).
 sanitizer=/usr/local/cuda/bin/compute-sanitizer
 if wanted "sanitizer" && [ -x "$sanitizer" ]; then
 	for prog in channels_device p2p; do
@@ -214,7 +215,7 @@ if wanted "sanitizer" && [ -x "$sanitizer" ]; then
 	done
 	if build_cuda tests/gpu/collectives/main.cu "$bin/collectives" >/dev/null; then
 		# ALLREDUCE_ALGO/ALLGATHER_ALGO; "auto" forces nothing.
-		for algos in auto/auto packet2/port rsag_port/auto port/auto; do
+		for algos in auto/auto packet2/port rsag_port/auto port/auto ll128/ll128; do
 			ar=${algos%/*} ag=${algos#*/} tools="memcheck" name="quick"
 			[ "$algos" = auto/auto ] && tools="memcheck racecheck"
 			[ "$algos" = auto/auto ] || name="quick, allreduce $ar, allgather $ag"
