@@ -331,13 +331,23 @@ func TestLinesSafe(t *testing.T) {
 // TestChooseWithoutLines: where a rank reaches a peer without NVLink, auto never sends LL128
 // lines (packets, oneshot or put instead), and forcing ll128 still does.
 func TestChooseWithoutLines(t *testing.T) {
-	for _, bytes := range []uint64{128<<10 + 8, 1 << 20, linesMaxBytes} {
-		ar := chooseAllReduce(bytes, Float32, Sum, 2, maxBlocks, false, registered{}, AlgoAuto)
-		assert.Contains(t, []string{AlgoPacket, AlgoOneShot}, ar.algo, "AllReduce of %d bytes", bytes)
-		ag := chooseAllGather(bytes, 2, maxBlocks, false, registered{}, false, AlgoAuto)
-		assert.Contains(t, []string{AlgoPacket, AlgoPut}, ag.algo, "AllGather of %d bytes per rank", bytes)
-		assert.Equal(t, AlgoLL128, chooseAllReduce(bytes, Float32, Sum, 2, maxBlocks, false, registered{}, AlgoLL128).algo)
-		assert.Equal(t, AlgoLL128, chooseAllGather(bytes, 2, maxBlocks, false, registered{}, false, AlgoLL128).algo)
+	tests := []struct {
+		bytes         uint64
+		nRanks        int
+		allReduce, ag string
+	}{
+		{128<<10 + 8, 2, AlgoPacket, AlgoPacket},
+		{1 << 20, 2, AlgoOneShot, AlgoPut},
+		{linesMaxBytes, 2, AlgoOneShot, AlgoPut},
+		{256 << 10, 4, AlgoPacket2, AlgoPacket},
+		{512 << 10, 4, AlgoPacket2, AlgoPut},
+	}
+	for _, tt := range tests {
+		what := fmt.Sprintf("%d bytes, %d ranks", tt.bytes, tt.nRanks)
+		assert.Equal(t, tt.allReduce, chooseAllReduce(tt.bytes, Float32, Sum, tt.nRanks, maxBlocks, false, registered{}, AlgoAuto).algo, what)
+		assert.Equal(t, tt.ag, chooseAllGather(tt.bytes, tt.nRanks, maxBlocks, false, registered{}, false, AlgoAuto).algo, what)
+		assert.Equal(t, AlgoLL128, chooseAllReduce(tt.bytes, Float32, Sum, tt.nRanks, maxBlocks, false, registered{}, AlgoLL128).algo, what)
+		assert.Equal(t, AlgoLL128, chooseAllGather(tt.bytes, tt.nRanks, maxBlocks, false, registered{}, false, AlgoLL128).algo, what)
 	}
 }
 
