@@ -188,6 +188,14 @@ func (n *fabricNet) poll() error {
 	return n.ep.Progress()
 }
 
+// drained polls once and reports whether every write posted on the endpoint has completed.
+func (n *fabricNet) drained() (bool, error) {
+	if err := n.poll(); err != nil {
+		return false, err
+	}
+	return n.ep.Pending() == 0, nil
+}
+
 // progress reads the endpoint's completions, and so moves the peers' writes into this process,
 // until close.
 func (n *fabricNet) progress() {
@@ -357,11 +365,6 @@ func (l *fabricLink) writeValue(dst RegisteredMemory, dstOff, value uint64) erro
 	return l.net.ep.WriteValue(l.peer, remoteOf(dst), dstOff, value)
 }
 
-func (l *fabricLink) flushed() (bool, error) {
-	if err := l.net.poll(); err != nil {
-		return false, err
-	}
-	return l.net.ep.Pending() == 0, nil
-}
+func (l *fabricLink) flushed() (bool, error) { return l.net.drained() }
 
 func (l *fabricLink) close() error { return nil }

@@ -584,12 +584,7 @@ func (l *stagedLink) writeValue(dst RegisteredMemory, dstOff, value uint64) erro
 // flushed reports whether every write and message has left: the source bytes were copied into
 // the send ring when they were queued, so the source may be reused once write returns, and the
 // peer applies the data before any later signal.
-func (l *stagedLink) flushed() (bool, error) {
-	if err := l.net.poll(); err != nil {
-		return false, err
-	}
-	return l.net.ep.Pending() == 0, nil
-}
+func (l *stagedLink) flushed() (bool, error) { return l.net.drained() }
 
 // landingMark is the count of chunks written so far.
 func (l *stagedLink) landingMark() uint64 {
