@@ -149,11 +149,12 @@ func (r *Registration) Write(src cuda.DevicePtr, size, srcOffset, dstOffset uint
 	}
 	// Each peer once, even when several connections lead to it.
 	var mapped, overNet []RemoteBuffer
+	seen := map[int]bool{}
 	for _, remote := range r.Remote {
-		if slices.ContainsFunc(mapped, func(t RemoteBuffer) bool { return t.Peer == remote.Peer }) ||
-			slices.ContainsFunc(overNet, func(t RemoteBuffer) bool { return t.Peer == remote.Peer }) {
+		if seen[remote.Peer] {
 			continue
 		}
+		seen[remote.Peer] = true
 		if dstOffset > remote.Size || size > remote.Size-dstOffset {
 			return fmt.Errorf("registered buffer write: %d bytes at offset %d do not fit rank %d's %d-byte buffer: %w",
 				size, dstOffset, remote.Peer, remote.Size, errs.ErrInvalidArgument)
