@@ -301,9 +301,20 @@ __device__ __forceinline__ W finishWord(W a, uint32_t n, uint32_t op) {
 __device__ __forceinline__ uint64_t loadWord(const char* p, uint64_t i, uint64_t bytes, bool aligned) {
   const uint64_t at = i * 8;
   if (aligned && at + 8 <= bytes) return reinterpret_cast<const uint64_t*>(p)[i];
-  uint64_t v = 0;
-  for (uint64_t k = 0; k < 8 && at + k < bytes; ++k) v |= uint64_t(static_cast<unsigned char>(p[at + k])) << (8 * k);
-  return v;
+  // Byte loads, unrolled so that they are in flight at once, into two 32-bit halves (a 64-bit
+  // accumulator made packet kernels spill on sm_80): a loop that used each byte before loading
+  // the next waited a memory latency per byte (AllGather of 4 bytes per rank).
+  const uint64_t n = bytes - at;
+  uint32_t lo = 0, hi = 0;
+#pragma unroll
+  for (uint32_t k = 0; k < 4; ++k) {
+    if (k < n) lo |= uint32_t(static_cast<unsigned char>(p[at + k])) << (8 * k);
+  }
+#pragma unroll
+  for (uint32_t k = 0; k < 4; ++k) {
+    if (k + 4 < n) hi |= uint32_t(static_cast<unsigned char>(p[at + 4 + k])) << (8 * k);
+  }
+  return uint64_t(hi) << 32 | lo;
 }
 // Stores word i at p, only the bytes before `bytes`.
 __device__ __forceinline__ void storeWord(char* p, uint64_t i, uint64_t bytes, bool aligned, uint64_t v) {
