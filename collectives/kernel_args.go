@@ -39,6 +39,6 @@ func (a *kernelArgs) bytes() []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(a)), unsafe.Sizeof(*a))
 }
 
-// stateBytes is sizeof(coll::State): two counters, a round counter and a wave counter per block,
-// and the port AllReduce's counter of landed waves with its padding.
+// stateBytes is sizeof(coll::State): the call ticks (8 bytes), a round counter and a wave counter
+// per block, and the port kernels' counters of landed waves and of blocks done.
 const stateBytes = 16 + 8*maxBlocks

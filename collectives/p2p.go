@@ -24,7 +24,7 @@ import (
 // send from s to r meets the k-th receive of r from s, whatever other calls either made.
 //
 // The collectives never read or write the p2p scratch or its semaphores, and the p2p kernel never
-// touches theirs nor coll::State (calls, rounds): a collective after p2p calls sees exactly the
+// touches theirs nor coll::State (ticks, rounds): a collective after p2p calls sees exactly the
 // state it left, and no stale p2p data can be read as a collective's (their flags and semaphores
 // live elsewhere). A p2p sender may write into a receiver's p2p scratch while the receiver still
 // runs an earlier collective: the regions are disjoint, so that is harmless.

@@ -8,8 +8,8 @@
 namespace coll {
 
 __device__ __forceinline__ void allgatherPacket(const Args& a) {
-  const uint32_t flag = packetFlag(a.state->calls);
-  const uint32_t parity = a.state->calls & 1;
+  const uint32_t flag = packetFlag(callsBefore(a.state));
+  const uint32_t parity = callsBefore(a.state) & 1;
   const uint64_t bytes = a.count;
   char* recv = static_cast<char*>(a.recv);
   const uint64_t tid = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -44,10 +44,11 @@ __device__ __forceinline__ void allgatherPort(const Args& a) {
     last = atomicAdd(&a.state->blocksDone, 1u) == gridDim.x - 1;
   }
   __syncthreads();
-  if (!last) return;
-
-  finishPortCopies(a, ports);
-  if (threadIdx.x == 0) countCall(a.state);
+  if (last) finishPortCopies(a, ports);
+  if (threadIdx.x == 0) {
+    if (last) a.state->blocksDone = 0;
+    countBlock(a.state);
+  }
 }
 
 }  // namespace coll

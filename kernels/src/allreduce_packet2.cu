@@ -13,8 +13,8 @@ namespace coll {
 
 template <typename T, uint32_t Op>
 __device__ __forceinline__ void allreducePacket2(const Args& a) {
-  const uint32_t flag = packetFlag(a.state->calls);
-  const uint32_t parity = a.state->calls & 1;
+  const uint32_t flag = packetFlag(callsBefore(a.state));
+  const uint32_t parity = callsBefore(a.state) & 1;
   const uint64_t bytes = a.count * sizeof(T);
   const uint64_t words = ceilDiv(bytes, mscclppLL16Packet::kPayloadBytes);
   const uint64_t shardBytes = ceilDiv(words, a.nRanks) * mscclppLL16Packet::kPayloadBytes;  // whole words

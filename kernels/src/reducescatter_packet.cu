@@ -11,11 +11,11 @@ namespace coll {
 
 template <typename T, uint32_t Op>
 __device__ __forceinline__ void reducescatterPacket(const Args& a) {
-  const uint32_t flag = packetFlag(a.state->calls);
+  const uint32_t flag = packetFlag(callsBefore(a.state));
   const uint64_t shardBytes = a.count * sizeof(T);
   char* recv = static_cast<char*>(a.recv);
   const bool recvAligned = aligned(recv, 8);
-  packetReduceScatter<T, Op>(a, a.state->calls & 1, flag, static_cast<const char*>(a.send), shardBytes,
+  packetReduceScatter<T, Op>(a, callsBefore(a.state) & 1, flag, static_cast<const char*>(a.send), shardBytes,
                              shardBytes * a.nRanks,
                              [&](uint64_t i, uint64_t acc) { storeWord(recv, i, shardBytes, recvAligned, acc); });
   finishCall(a.state);
