@@ -19,11 +19,7 @@ const (
 	AlgoOneShot = "oneshot"
 	// AlgoPut is copies into the peers' scratch and a signal per round (AllGather, Broadcast;
 	// ReduceScatter: rsag's reduce-scatter rounds).
-	AlgoPut = "put"
-	// AlgoPipe is put with the grid split in two: half the blocks store into the peers' scratch
-	// while the other half copy the pieces already there out (AllGather; forced only, for
-	// measuring).
-	AlgoPipe   = "pipe"
+	AlgoPut    = "put"
 	AlgoSAG    = "sag"    // scatter from the root, then all-gather among the others, in rounds (Broadcast)
 	AlgoDirect = "direct" // zero-copy, straight between registered user buffers (AllReduce and AllGather)
 	// AlgoPort is zero-copy through port channels: the copy engines move all the data between
@@ -50,7 +46,6 @@ const (
 	packetThreads   = 512         // coll::kPacketThreads
 	rsagThreads     = 512         // coll::kRsagThreads
 	putThreads      = 1024        // coll::kPutThreads
-	pipeThreads     = rsagThreads // AllGather pipe
 	directThreads   = rsagThreads // AllReduce direct; AllGather direct uses putThreads
 	packetWordBytes = 8           // data bytes per LL16 packet
 	packetPhases    = 3           // coll::kPacketPhases: LL16 reduce and gather slots, LL128 line slots
@@ -304,7 +299,7 @@ func broadcastKernel(algo string) string { return "mscclpp_broadcast_" + algo }
 
 // kernelNames lists every entry point a call may launch, each once.
 func kernelNames() []string {
-	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoLL128), allGatherKernel(AlgoPut), allGatherKernel(AlgoPipe), allGatherKernel(AlgoDirect),
+	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoLL128), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect),
 		allGatherKernel(AlgoPort), broadcastKernel(AlgoPacket), broadcastKernel(AlgoPut),
 		broadcastKernel(AlgoSAG)}
 	seen := map[string]bool{}
@@ -387,9 +382,6 @@ func chooseAllGather(bytes uint64, nRanks, maxGrid int, lines bool, reg register
 		return plan{AlgoPort, allGatherKernel(AlgoPort), blocks, putThreads}
 	case forced == AlgoDirect, forced == AlgoAuto && reg.zeroCopy:
 		return plan{AlgoDirect, allGatherKernel(AlgoDirect), roundBlocks(bytes, maxGrid), putThreads}
-	case forced == AlgoPipe:
-		// As many copying blocks as sending ones.
-		return plan{AlgoPipe, allGatherKernel(AlgoPipe), 2 * roundBlocks(bytes, maxGrid/2), pipeThreads}
 	}
 	return plan{AlgoPut, allGatherKernel(AlgoPut), roundBlocks(bytes, maxGrid), putThreads}
 }

@@ -175,10 +175,6 @@ func TestChooseAllGather(t *testing.T) {
 		{1, 2, none, false, AlgoDirect, AlgoPacket, 1},
 		{1 << 30, 2, none, false, AlgoDirect, AlgoPut, maxBlocks},
 		{1 << 30, 2, direct, false, AlgoPut, AlgoPut, maxBlocks},
-		// pipe: as many copying blocks as sending ones, forced only.
-		{1, 2, none, false, AlgoPipe, AlgoPipe, 2},
-		{16 << 20, 2, none, true, AlgoPipe, AlgoPipe, maxBlocks},
-		{1 << 20, 4, direct, false, AlgoPipe, AlgoPipe, 64},
 		// The copy engine only where the registration has port channels; in place it takes
 		// one block, out of place a block per part of the local copy.
 		{1 << 30, 2, direct, false, AlgoPort, AlgoDirect, maxBlocks},
@@ -401,10 +397,10 @@ func TestKernelNamesCoverEveryType(t *testing.T) {
 	}
 	assert.Equal(t, 10, reducible, "every type but fp8")
 	assert.Len(t, sums, 7, "unsigned types sum with the signed kernels")
-	// Six AllGather and three Broadcast kernels; nine AllReduce and two ReduceScatter
+	// Five AllGather and three Broadcast kernels; nine AllReduce and two ReduceScatter
 	// algorithms, each with an entry point per reducible type and one per distinct sum, and a
 	// Scale kernel per reducible type.
-	assert.Len(t, kernelNames(), 6+3+(9+2)*(reducible+len(sums))+reducible)
+	assert.Len(t, kernelNames(), 5+3+(9+2)*(reducible+len(sums))+reducible)
 }
 
 // TestKernelNames: a reducing kernel's entry point is its algorithm's with, for sum, "sum_" and

@@ -70,7 +70,7 @@ func TestModulesHaveTheirEntryPoints(t *testing.T) {
 			entries[string(e[1])] = true
 		}
 	}
-	assert.Equal(t, []string{"allgather_direct", "allgather_ll128", "allgather_packet", "allgather_pipe", "allgather_port", "allgather_put",
+	assert.Equal(t, []string{"allgather_direct", "allgather_ll128", "allgather_packet", "allgather_port", "allgather_put",
 		"allreduce_direct", "allreduce_ll128", "allreduce_oneshot", "allreduce_packet", "allreduce_packet2", "allreduce_port", "allreduce_rsag", "allreduce_rsag_port",
 		"broadcast_packet", "broadcast_put", "broadcast_sag", "reducescatter_packet", "reducescatter_put", "scale",
 		"sendrecv"}, names)

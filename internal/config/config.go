@@ -229,7 +229,7 @@ var (
 		Doc: "AllReduce algorithm: auto (by size, rank count and registration), packet (one-shot LL packets), packet2 (two-shot LL packets), ll128 (one-shot LL128 lines), rsag (reduce-scatter + all-gather rounds), oneshot (every input copied into every peer's scratch, then reduced by every rank), direct or rsag_direct (zero-copy, registered buffers only), rsag_port (rsag with the all-gather on the copy engines; registered buffers with port channels only), port (every transfer on the copy engines, the SMs only reducing; registered send and receive buffers with port channels only); for experiments",
 	}
 	AllGatherAlgo = &Var[string]{
-		Name: "MSCCLPP_ALLGATHER_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "ll128", "put", "pipe", "direct", "port"),
+		Name: "MSCCLPP_ALLGATHER_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "ll128", "put", "direct", "port"),
 		Doc: "AllGather algorithm: auto (by size, rank count and registration), packet (LL packets), ll128 (LL128 lines), put (copies and signals), direct (zero-copy, registered receive buffers only) or port (zero-copy through the copy engines, registered receive buffers only); for experiments",
 	}
 	CollMaxSpins = &Var[int64]{
