@@ -627,7 +627,7 @@ __device__ __forceinline__ void finishPortCopies(const Args& a, mscclppPortChann
 // us on H200, at the end of every call).
 // A grid of one block adds with a plain store: the reduction cost it about 0.1 us per call on
 // H200 (8 B AllReduce, graph mode, 2.27 us against 2.18). Not inlined: inlined, the branch made
-// four 16-bit and 8-bit packet AllReduce kernels spill on sm_80.
+// four packet AllReduce kernels (8- and 16-bit types) and a packet ReduceScatter one spill on sm_80.
 __device__ __noinline__ void countBlock(State* s) {
   if (gridDim.x == 1) {
     s->ticks += kCallTicks;
