@@ -113,7 +113,8 @@ static_assert(kCallTicks > kMaxBlocks, "a call's parts must sum to kCallTicks");
 // Collectives finished before the running one: packet flag = packetFlag(callsBefore(s)), packet
 // parity = callsBefore(s) & 1. Valid in a block until that block calls finishCall. It loads the
 // high half of ticks alone (little-endian): a 64-bit load and shift made a packet kernel spill
-// on sm_80.
+// on sm_80. A plain load: while the block reads it, other blocks' reductions change only the low
+// half, and an aligned 32-bit load is single-copy atomic.
 __device__ __forceinline__ uint32_t callsBefore(const State* s) { return reinterpret_cast<const uint32_t*>(&s->ticks)[1]; }
 
 // Scratch layout (the same on every rank):
