@@ -39,6 +39,15 @@ struct LinePlace {
 // Lines that carry `bytes` bytes.
 __device__ __forceinline__ uint64_t linesOf(uint64_t bytes) { return ceilDiv(ceilDiv(bytes, 8), kLineDataWords); }
 
+// Stores this lane's data words of a line, v0 and (but on the flag lane) v1, whose first is word
+// w0 of the `bytes` bytes at out: only when `store` holds, and only the words before the end.
+__device__ __forceinline__ void storeLineWords(char* out, uint64_t bytes, bool outAligned, const LinePlace& at,
+                                               bool store, uint64_t w0, uint64_t v0, uint64_t v1) {
+  const uint64_t words = ceilDiv(bytes, 8);
+  if (store && w0 < words) storeWord(out, w0, bytes, outAligned, v0);
+  if (store && !at.flagLane && w0 + 1 < words) storeWord(out, w0 + 1, bytes, outAligned, v1);
+}
+
 // Writes the `bytes` bytes at src, as lines flagged with flag, into the slot at slotOffset of every
 // peer's scratch, and stores them at out too unless out is src or null; warp `warp` of nWarps
 // (the loops are uniform across a warp, which stays converged at the stores).
@@ -60,8 +69,7 @@ __device__ __forceinline__ void sendLines(const Args& a, uint64_t slotOffset, co
         mscclppStoreVolatile128(peerScratch + slotOffset + line * kLineBytes + at.piece * 16, v0, v1);
       }
     }
-    if (copy && w0 < words) storeWord(out, w0, bytes, outAligned, v0);
-    if (copy && !at.flagLane && w0 + 1 < words) storeWord(out, w0 + 1, bytes, outAligned, v1);
+    storeLineWords(out, bytes, outAligned, at, copy, w0, v0, v1);
   }
 }
 
@@ -86,7 +94,6 @@ __device__ __forceinline__ void waitLines(const Args& a, uint64_t slotOffset, co
 __device__ __forceinline__ void receiveLines(const Args& a, uint64_t slotOffset, char* out, uint64_t bytes, uint64_t flag,
                                              uint64_t warp, uint64_t nWarps) {
   const LinePlace at;
-  const uint64_t words = ceilDiv(bytes, 8);
   const uint64_t lines = linesOf(bytes);
   const bool outAligned = aligned(out, 8);
   for (uint64_t group = warp; group * kLinesPerWarp < lines; group += nWarps) {
@@ -94,8 +101,7 @@ __device__ __forceinline__ void receiveLines(const Args& a, uint64_t slotOffset,
     uint64_t v0, v1;
     waitLines(a, slotOffset, at, line, lines, flag, v0, v1);
     const uint64_t w0 = line * kLineDataWords + 2 * at.piece;
-    if (line < lines && w0 < words) storeWord(out, w0, bytes, outAligned, v0);
-    if (line < lines && !at.flagLane && w0 + 1 < words) storeWord(out, w0 + 1, bytes, outAligned, v1);
+    storeLineWords(out, bytes, outAligned, at, line < lines, w0, v0, v1);
   }
 }
 
