@@ -42,16 +42,19 @@ const (
 	// are sized by it. A call's grid is also at most the ranks' smallest SM count (Comm.maxGrid):
 	// the blocks of a call wait on each other, so they must all be resident at once. Every kernel
 	// takes up to maxBlocks (docs/PERFORMANCE.md, "128 blocks").
-	maxBlocks       = 128
-	packetThreads   = 512         // coll::kPacketThreads
-	rsagThreads     = 512         // coll::kRsagThreads
-	putThreads      = 1024        // coll::kPutThreads
-	directThreads   = rsagThreads // AllReduce direct; AllGather direct uses putThreads
-	packetWordBytes = 8           // data bytes per LL16 packet
-	packetPhases    = 3           // coll::kPacketPhases: LL16 reduce and gather slots, LL128 line slots
-	lineBytes       = 128         // coll::kLineBytes: one LL128 line
-	lineDataWords   = 15          // coll::kLineDataWords: 8-byte data words per line
-	lineLanes       = 8           // coll::kLineLanes: threads per line
+	maxBlocks     = 128
+	packetThreads = 512 // coll::kPacketThreads: the most a block of the packet kernels has
+	// packetGridThreads: the packet AllReduce and AllGather run blocks of this many threads
+	// when their packets need more than one block (packetGrid).
+	packetGridThreads = 128
+	rsagThreads       = 512         // coll::kRsagThreads
+	putThreads        = 1024        // coll::kPutThreads
+	directThreads     = rsagThreads // AllReduce direct; AllGather direct uses putThreads
+	packetWordBytes   = 8           // data bytes per LL16 packet
+	packetPhases      = 3           // coll::kPacketPhases: LL16 reduce and gather slots, LL128 line slots
+	lineBytes         = 128         // coll::kLineBytes: one LL128 line
+	lineDataWords     = 15          // coll::kLineDataWords: 8-byte data words per line
+	lineLanes         = 8           // coll::kLineLanes: threads per line
 
 	// packetMaxBytes is the most data one rank's packet slot carries as LL16 packets (twice as
 	// many packet bytes): the ceiling of the packet algorithms, forced or not.
@@ -270,6 +273,9 @@ func chooseAllReduce(bytes uint64, dt DataType, op Op, nRanks, maxGrid int, line
 		return plan{algo, kernel, clampBlocks((bytes+oneShotBytesPerBlock-1)/oneShotBytesPerBlock, maxGrid), rsagThreads}
 	case AlgoLL128:
 		return plan{algo, kernel, lineBlocks(bytes, maxGrid), packetThreads}
+	case AlgoPacket:
+		blocks, threads := packetGrid(bytes, maxGrid)
+		return plan{algo, kernel, blocks, threads}
 	}
 	return plan{algo, kernel, packetBlocks(bytes, maxGrid), packetThreads}
 }
@@ -374,7 +380,8 @@ func chooseAllGather(bytes uint64, nRanks, maxGrid int, lines bool, reg register
 		return plan{AlgoLL128, allGatherKernel(AlgoLL128), lineBlocks(bytes, maxGrid), packetThreads}
 	case forced == AlgoPacket && bytes <= packetMaxBytes,
 		forced == AlgoAuto && bytes <= allGatherPacketLimit(nRanks):
-		return plan{AlgoPacket, allGatherKernel(AlgoPacket), packetBlocks(bytes, maxGrid), packetThreads}
+		blocks, threads := packetGrid(bytes, maxGrid)
+		return plan{AlgoPacket, allGatherKernel(AlgoPacket), blocks, threads}
 	case forced == AlgoPort, forced == AlgoAuto && reg.copyEngine && inPlace && bytes*uint64(nRanks) >= allGatherPortMinBytes:
 		// A block per copy request: in place, one; out of place, a block per portPartBytes
 		// (each copies its part of the input into this rank's output first, and the copy
@@ -394,6 +401,25 @@ func chooseAllGather(bytes uint64, nRanks, maxGrid int, lines bool, reg register
 func packetBlocks(bytes uint64, limit int) int {
 	words := (bytes + packetWordBytes - 1) / packetWordBytes
 	return clampBlocks((words+packetThreads-1)/packetThreads, limit)
+}
+
+// packetGrid is the grid of a one-shot packet AllReduce or AllGather of bytes (per rank for
+// AllGather), a thread per packet: one block while the packets fit one (of 128 to 512 threads, a
+// multiple of 128), then blocks of 128 threads, so that more SMs share the stores to the peers,
+// until that would take more than limit blocks; then packetBlocks. 2 x H200, graph mode, same run
+// (2026-11-27, us, blocks of 512 threads / 128): AllGather 16 KiB 2.83-2.86 / 2.65-2.70, 64 KiB
+// 2.99-3.00 / 2.83-2.85, 1 KiB 2.09-2.13 / 2.04-2.07; AllReduce 8 KiB 2.83-2.84 / 2.66-2.69,
+// 64 KiB 3.12-3.13 / 3.03-3.05. Splitting what fits one block of 512 threads lost (AllGather 4
+// KiB: 2.21-2.29 in one block, 2.39-2.44 in two of 128 threads).
+func packetGrid(bytes uint64, limit int) (blocks, threads int) {
+	words := (bytes + packetWordBytes - 1) / packetWordBytes
+	switch {
+	case words <= packetThreads:
+		return 1, int(max(packetGridThreads, roundUp(words, packetGridThreads)))
+	case words <= uint64(limit)*packetGridThreads:
+		return int((words + packetGridThreads - 1) / packetGridThreads), packetGridThreads
+	}
+	return packetBlocks(bytes, limit), packetThreads
 }
 
 // lineBlocks: a thread per 16 bytes of LL128 lines until limit blocks, then several per thread.

@@ -31,8 +31,8 @@ func TestChooseAllReduce(t *testing.T) {
 		blocks   int
 		threads  int
 	}{
-		{4, 2, false, AlgoAuto, AlgoPacket, 1, packetThreads},
-		{128 << 10, 2, false, AlgoAuto, AlgoPacket, 32, packetThreads},
+		{4, 2, false, AlgoAuto, AlgoPacket, 1, packetGridThreads},
+		{128 << 10, 2, false, AlgoAuto, AlgoPacket, maxBlocks, packetGridThreads},
 		// ll128 on 2 ranks past 128 KiB, a thread per 16 bytes of lines, up to what a slot holds;
 		// then oneshot, a block per 8 KiB, then rsag.
 		{128<<10 + 8, 2, false, AlgoAuto, AlgoLL128, 18, packetThreads}, // 1093 lines
@@ -43,7 +43,7 @@ func TestChooseAllReduce(t *testing.T) {
 		{8<<20 + 4, 2, false, AlgoAuto, AlgoRSAG, 128, rsagThreads},
 		// On 4 ranks, packets to 64 KiB, lines past 64 KiB to 256 KiB, then two-shot packets;
 		// on more ranks (not measured) no lines.
-		{64 << 10, 4, false, AlgoAuto, AlgoPacket, 16, packetThreads},
+		{64 << 10, 4, false, AlgoAuto, AlgoPacket, 64, packetGridThreads},
 		{64<<10 + 4, 4, false, AlgoAuto, AlgoLL128, 9, packetThreads},
 		{256 << 10, 4, false, AlgoAuto, AlgoLL128, 35, packetThreads},
 		{256<<10 + 4, 4, false, AlgoAuto, AlgoPacket2, 65, packetThreads},
@@ -67,10 +67,10 @@ func TestChooseAllReduce(t *testing.T) {
 		{linesMaxBytes, 4, true, AlgoLL128, AlgoLL128, maxBlocks, packetThreads},
 		{linesMaxBytes + 4, 2, false, AlgoLL128, AlgoRSAG, 34, rsagThreads}, // beyond a packet slot
 		// Registered buffers: direct above the one-shot limits (packets, lines), or when forced.
-		{128 << 10, 2, true, AlgoAuto, AlgoPacket, 32, packetThreads},
+		{128 << 10, 2, true, AlgoAuto, AlgoPacket, maxBlocks, packetGridThreads},
 		{512<<10 + 4, 2, true, AlgoAuto, AlgoLL128, 69, packetThreads},
 		{linesMaxBytes + 4, 2, true, AlgoAuto, AlgoDirect, 34, directThreads},
-		{64 << 10, 4, true, AlgoAuto, AlgoPacket, 16, packetThreads},
+		{64 << 10, 4, true, AlgoAuto, AlgoPacket, 64, packetGridThreads},
 		{128<<10 + 4, 4, true, AlgoAuto, AlgoLL128, 18, packetThreads},
 		{256<<10 + 4, 4, true, AlgoAuto, AlgoDirect, 3, directThreads},
 		{4 << 20, 4, true, AlgoAuto, AlgoDirect, 32, directThreads},
@@ -79,13 +79,13 @@ func TestChooseAllReduce(t *testing.T) {
 		{8<<20 + 4, 2, true, AlgoAuto, AlgoRSAGDirect, 128, rsagThreads},
 		{1 << 30, 4, true, AlgoAuto, AlgoRSAGDirect, maxBlocks, rsagThreads},
 		{4, 2, true, AlgoRSAGDirect, AlgoRSAGDirect, 1, rsagThreads},
-		{4, 2, false, AlgoRSAGDirect, AlgoPacket, 1, packetThreads}, // not registered: auto
+		{4, 2, false, AlgoRSAGDirect, AlgoPacket, 1, packetGridThreads}, // not registered: auto
 		{4, 2, true, AlgoDirect, AlgoDirect, 1, directThreads},
-		{4, 2, false, AlgoDirect, AlgoPacket, 1, packetThreads},        // not registered: auto
+		{4, 2, false, AlgoDirect, AlgoPacket, 1, packetGridThreads},        // not registered: auto
 		{2 << 20, 2, false, AlgoDirect, AlgoLL128, 128, packetThreads}, // not registered: auto
 		{2 << 20, 2, true, AlgoRSAG, AlgoRSAG, 32, rsagThreads},        // forced scratch algorithms win
 		// rsag_port: the reducing blocks plus one; only where the copy engines may run (below).
-		{4, 2, true, AlgoRSAGPort, AlgoPacket, 1, packetThreads},
+		{4, 2, true, AlgoRSAGPort, AlgoPacket, 1, packetGridThreads},
 	}
 	for _, tt := range tests {
 		p := chooseAllReduce(tt.bytes, Float16, Sum, tt.nRanks, maxBlocks, true, registered{zeroCopy: tt.zeroCopy}, tt.forced)
@@ -143,6 +143,29 @@ func TestChooseAllReduceCopyEngines(t *testing.T) {
 	assert.Equal(t, 2, p.blocks, "a reducing block and the issuing one within a grid of 2")
 }
 
+func TestPacketGrid(t *testing.T) {
+	tests := []struct {
+		bytes   uint64
+		limit   int
+		blocks  int
+		threads int
+	}{
+		{8, maxBlocks, 1, packetGridThreads},
+		{1 << 10, maxBlocks, 1, packetGridThreads}, // 128 packets
+		{1<<10 + 8, maxBlocks, 1, 2 * packetGridThreads},
+		{4 << 10, maxBlocks, 1, packetThreads}, // 512 packets: still one block
+		{4<<10 + 8, maxBlocks, 5, packetGridThreads},
+		{128 << 10, maxBlocks, maxBlocks, packetGridThreads},
+		{128<<10 + 8, maxBlocks, 33, packetThreads}, // beyond limit small blocks: as packetBlocks
+		{4<<10 + 8, 4, 2, packetThreads},
+	}
+	for _, tt := range tests {
+		blocks, threads := packetGrid(tt.bytes, tt.limit)
+		assert.Equal(t, tt.blocks, blocks, "%+v", tt)
+		assert.Equal(t, tt.threads, threads, "%+v", tt)
+	}
+}
+
 func TestChooseAllGather(t *testing.T) {
 	var (
 		none   = registered{}
@@ -159,12 +182,12 @@ func TestChooseAllGather(t *testing.T) {
 		blocks  int
 	}{
 		{1, 2, none, false, AlgoAuto, AlgoPacket, 1},
-		{128 << 10, 2, none, false, AlgoAuto, AlgoPacket, 32},
+		{128 << 10, 2, none, false, AlgoAuto, AlgoPacket, maxBlocks},
 		{128<<10 + 8, 2, none, false, AlgoAuto, AlgoLL128, 18}, // 1093 lines of 8 threads
 		{512<<10 + 1, 2, none, false, AlgoAuto, AlgoLL128, 69}, // 4370 lines
 		{linesMaxBytes, 2, none, false, AlgoAuto, AlgoLL128, maxBlocks},
 		{linesMaxBytes + 1, 2, none, false, AlgoAuto, AlgoPut, 68},
-		{64 << 10, 4, none, false, AlgoAuto, AlgoPacket, 16}, // a packet per thread: 8192 packets
+		{64 << 10, 4, none, false, AlgoAuto, AlgoPacket, 64}, // a packet per thread: 8192 packets
 		{64<<10 + 8, 4, none, false, AlgoAuto, AlgoLL128, 9}, // 547 lines of 8 threads
 		{512 << 10, 4, none, false, AlgoAuto, AlgoLL128, 69},
 		{512<<10 + 1, 4, none, false, AlgoAuto, AlgoPut, 17},
