@@ -81,7 +81,7 @@ func TestChooseAllReduce(t *testing.T) {
 		{4, 2, true, AlgoRSAGDirect, AlgoRSAGDirect, 1, rsagThreads},
 		{4, 2, false, AlgoRSAGDirect, AlgoPacket, 1, packetGridThreads}, // not registered: auto
 		{4, 2, true, AlgoDirect, AlgoDirect, 1, directThreads},
-		{4, 2, false, AlgoDirect, AlgoPacket, 1, packetGridThreads},        // not registered: auto
+		{4, 2, false, AlgoDirect, AlgoPacket, 1, packetGridThreads},    // not registered: auto
 		{2 << 20, 2, false, AlgoDirect, AlgoLL128, 128, packetThreads}, // not registered: auto
 		{2 << 20, 2, true, AlgoRSAG, AlgoRSAG, 32, rsagThreads},        // forced scratch algorithms win
 		// rsag_port: the reducing blocks plus one; only where the copy engines may run (below).
