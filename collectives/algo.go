@@ -43,7 +43,7 @@ const (
 	// the blocks of a call wait on each other, so they must all be resident at once. Every kernel
 	// takes up to maxBlocks (docs/PERFORMANCE.md, "128 blocks").
 	maxBlocks     = 128
-	packetThreads = 512 // coll::kPacketThreads: the most a block of the packet kernels has
+	packetThreads = 512 // coll::kPacketThreads: the largest block of the packet and line kernels
 	// packetGridThreads: the packet AllReduce and AllGather run blocks of this many threads
 	// when their packets need more than one block (packetGrid).
 	packetGridThreads = 128

@@ -27,6 +27,9 @@ constexpr uint32_t kUnrollRanks = 8;
 // Block sizes; they must equal collectives.packetThreads, rsagThreads and putThreads (every
 // "must equal" of the kernels' sources is checked by collectives' TestKernelConstantsMatch). The
 // reduce-scatter kernel keeps one 16-byte word per rank in registers, hence its smaller blocks.
+// kPacketThreads is the largest block of the packet and line kernels: they index by blockDim, and
+// the packet AllReduce and AllGather run smaller ones where that spreads their stores over more
+// SMs (collectives.packetGrid).
 constexpr uint32_t kPacketThreads = 512;
 constexpr uint32_t kRsagThreads = 512;
 constexpr uint32_t kPutThreads = 1024;
