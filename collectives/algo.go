@@ -110,15 +110,16 @@ func allReduceOneShotLimit(nRanks int) uint64 {
 // (2026-11-27, us, ll128 / packet / oneshot): 128 KiB 4.39 / 4.30 / 6.29, 256 KiB 4.79 / 5.02 /
 // 6.76, 512 KiB 5.50 / 6.55 / 7.53, 1 MiB 7.58 / 10.13 / 9.29, 2 MiB 10.74 / 16.10 / 12.66;
 // registered, `direct` took 11.04, 12.94 and 14.96 at 512 KiB, 1 MiB and 2 MiB. 4 x H200, same
-// run (2026-11-27, ll128 / packet / packet2): 128 KiB 4.78 / 6.10 / 6.72, 256 KiB 6.26 / 9.15 /
-// 7.58, 512 KiB 9.93 / 16.77 / 9.92, 1 MiB 18.35 / 28.67 / 16.26 (each rank sends its whole
-// buffer to every peer, so lines lose to two-shot packets sooner). More ranks: not measured.
+// runs (2026-11-27, ll128 / packet / packet2): 32 KiB 4.22 / 3.71, 64 KiB 4.30 / 4.57, 128 KiB
+// 4.78 / 6.10 / 6.72, 256 KiB 6.26 / 9.15 / 7.58, 512 KiB 9.93 / 16.77 / 9.92, 1 MiB 18.35 /
+// 28.67 / 16.26 (each rank sends its whole buffer to every peer, so lines lose to two-shot
+// packets sooner). More ranks: not measured.
 func allReduceLL128Range(nRanks int) (from, to uint64) {
 	switch {
 	case nRanks <= 2:
 		return 128 << 10, linesMaxBytes
 	case nRanks <= 4:
-		return 64 << 10, 256 << 10
+		return 32 << 10, 256 << 10
 	}
 	return 0, 0
 }

@@ -41,10 +41,11 @@ func TestChooseAllReduce(t *testing.T) {
 		{linesMaxBytes + 4, 2, false, AlgoAuto, AlgoOneShot, maxBlocks, rsagThreads},
 		{8 << 20, 2, false, AlgoAuto, AlgoOneShot, maxBlocks, rsagThreads},
 		{8<<20 + 4, 2, false, AlgoAuto, AlgoRSAG, 128, rsagThreads},
-		// On 4 ranks, packets to 64 KiB, lines past 64 KiB to 256 KiB, then two-shot packets;
+		// On 4 ranks, packets to 32 KiB, lines past 32 KiB to 256 KiB, then two-shot packets;
 		// on more ranks (not measured) no lines.
-		{64 << 10, 4, false, AlgoAuto, AlgoPacket, 64, packetGridThreads},
-		{64<<10 + 4, 4, false, AlgoAuto, AlgoLL128, 9, packetThreads},
+		{32 << 10, 4, false, AlgoAuto, AlgoPacket, 32, packetGridThreads},
+		{32<<10 + 4, 4, false, AlgoAuto, AlgoLL128, 5, packetThreads},
+		{64 << 10, 4, false, AlgoAuto, AlgoLL128, 9, packetThreads},
 		{256 << 10, 4, false, AlgoAuto, AlgoLL128, 35, packetThreads},
 		{256<<10 + 4, 4, false, AlgoAuto, AlgoPacket2, 65, packetThreads},
 		{128<<10 + 4, 8, false, AlgoAuto, AlgoPacket2, 33, packetThreads},
@@ -70,7 +71,7 @@ func TestChooseAllReduce(t *testing.T) {
 		{128 << 10, 2, true, AlgoAuto, AlgoPacket, maxBlocks, packetGridThreads},
 		{512<<10 + 4, 2, true, AlgoAuto, AlgoLL128, 69, packetThreads},
 		{linesMaxBytes + 4, 2, true, AlgoAuto, AlgoDirect, 34, directThreads},
-		{64 << 10, 4, true, AlgoAuto, AlgoPacket, 64, packetGridThreads},
+		{32 << 10, 4, true, AlgoAuto, AlgoPacket, 32, packetGridThreads},
 		{128<<10 + 4, 4, true, AlgoAuto, AlgoLL128, 18, packetThreads},
 		{256<<10 + 4, 4, true, AlgoAuto, AlgoDirect, 3, directThreads},
 		{4 << 20, 4, true, AlgoAuto, AlgoDirect, 32, directThreads},
