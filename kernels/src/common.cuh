@@ -316,11 +316,14 @@ __device__ __forceinline__ W finishWord(W a, uint32_t n, uint32_t op) {
 
 // ---- 8-byte words of byte streams of any alignment ---------------------------------------------
 
+// p is n-byte aligned (n a power of two).
+__device__ __forceinline__ bool aligned(const void* p, uint64_t n) { return (reinterpret_cast<uintptr_t>(p) & (n - 1)) == 0; }
+
 // Word i (bytes [8i, 8i+8)) of the `bytes` bytes at p; bytes past the end read as zero.
-// aligned: p is 8-byte aligned (then whole words are read with one load).
-__device__ __forceinline__ uint64_t loadWord(const char* p, uint64_t i, uint64_t bytes, bool aligned) {
+// wordAligned: p is 8-byte aligned (then whole words are read with one load).
+__device__ __forceinline__ uint64_t loadWord(const char* p, uint64_t i, uint64_t bytes, bool wordAligned) {
   const uint64_t at = i * 8;
-  if (aligned && at + 8 <= bytes) return reinterpret_cast<const uint64_t*>(p)[i];
+  if (wordAligned && at + 8 <= bytes) return reinterpret_cast<const uint64_t*>(p)[i];
   // A partial word (the end of the buffer, or an unaligned one): its first half with one 32-bit
   // load where that is 4-byte aligned and whole, the rest with byte loads, unrolled so that they
   // are in flight at once, into two 32-bit halves (a 64-bit accumulator made packet kernels spill
@@ -329,7 +332,7 @@ __device__ __forceinline__ uint64_t loadWord(const char* p, uint64_t i, uint64_t
   // float per rank) from 2.35-2.37 us to 2.21-2.23 (2 x H200, graph, session 22).
   const uint64_t n = bytes - at;
   uint32_t lo = 0, hi = 0;
-  if (n >= 4 && (reinterpret_cast<uintptr_t>(p + at) & 3) == 0) {
+  if (n >= 4 && aligned(p + at, 4)) {
     lo = *reinterpret_cast<const uint32_t*>(p + at);
   } else {
 #pragma unroll
@@ -344,22 +347,21 @@ __device__ __forceinline__ uint64_t loadWord(const char* p, uint64_t i, uint64_t
   return uint64_t(hi) << 32 | lo;
 }
 // Stores word i at p, only the bytes before `bytes`.
-__device__ __forceinline__ void storeWord(char* p, uint64_t i, uint64_t bytes, bool aligned, uint64_t v) {
+__device__ __forceinline__ void storeWord(char* p, uint64_t i, uint64_t bytes, bool wordAligned, uint64_t v) {
   const uint64_t at = i * 8;
-  if (aligned && at + 8 <= bytes) {
+  if (wordAligned && at + 8 <= bytes) {
     reinterpret_cast<uint64_t*>(p)[i] = v;
     return;
   }
   // A partial word: a 32-bit store for its first half where that is 4-byte aligned and whole
   // (loadWord says why), byte stores for the rest.
   uint64_t k = 0;
-  if (at + 4 <= bytes && (reinterpret_cast<uintptr_t>(p + at) & 3) == 0) {
+  if (at + 4 <= bytes && aligned(p + at, 4)) {
     *reinterpret_cast<uint32_t*>(p + at) = uint32_t(v);
     k = 4;
   }
   for (; k < 8 && at + k < bytes; ++k) p[at + k] = static_cast<char>(v >> (8 * k));
 }
-__device__ __forceinline__ bool aligned(const void* p, uint64_t n) { return (reinterpret_cast<uintptr_t>(p) & (n - 1)) == 0; }
 
 // ---- Copies ------------------------------------------------------------------------------------
 
