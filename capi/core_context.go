@@ -152,6 +152,30 @@ func mscclppConnectionUpdateAndSync(conn C.mscclppConnection_t, dst C.mscclppReg
 	})
 }
 
+//export mscclppConnectionWriteWithSignal
+func mscclppConnectionWriteWithSignal(conn C.mscclppConnection_t, dst C.mscclppRegMem_t, dstOffset C.uint64_t,
+	src C.mscclppRegMem_t, srcOffset, size C.uint64_t, signal C.mscclppRegMem_t, signalOffset, value C.uint64_t) C.mscclppResult_t {
+	return call("mscclppConnectionWriteWithSignal", func() error {
+		cn, err := connections.lookup(unsafe.Pointer(conn))
+		if err != nil {
+			return err
+		}
+		d, err := memories.lookup(unsafe.Pointer(dst))
+		if err != nil {
+			return err
+		}
+		s, err := memories.lookup(unsafe.Pointer(src))
+		if err != nil {
+			return err
+		}
+		sig, err := memories.lookup(unsafe.Pointer(signal))
+		if err != nil {
+			return err
+		}
+		return cn.WriteWithSignal(d, uint64(dstOffset), s, uint64(srcOffset), uint64(size), sig, uint64(signalOffset), uint64(value))
+	})
+}
+
 //export mscclppConnectionFlush
 func mscclppConnectionFlush(conn C.mscclppConnection_t, timeoutMs C.int64_t) C.mscclppResult_t {
 	return call("mscclppConnectionFlush", func() error {

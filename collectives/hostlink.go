@@ -28,8 +28,9 @@ import (
 // run). A stream moves chunks of at most linkChunkBytes through linkSlots slots of the receiver's
 // inbox, a window of host memory registered with the network: the sender copies a chunk into the
 // same slot of its outbox (registered too; a send that lies in the source memory, useSource, is
-// written from there without the copy), writes it into the receiver's slot, then writes its
-// count of chunks sent into the receiver's arrived word (core.Connection.UpdateAndSync: after the
+// written from there without the copy), writes it into the receiver's slot and then its count of
+// chunks sent into the receiver's arrived word (core.Connection.WriteWithSignal: the count lands
+// after the data, and both go as one operation where the provider carries signals as remote CQ
 // data). The receiver copies the chunk out and writes its count of chunks taken into the sender's
 // freed word; the sender reuses a slot only once the chunk that held it was taken. The counts run
 // over every call, so a stream needs no per-call handshake: both sides cut a transfer into chunks
@@ -272,13 +273,10 @@ func (h *hostLinks) exchange(ctx context.Context, ts []transfer) error {
 				} else {
 					copy(l.outbox[slot:], t.send[p.sent:p.sent+n])
 				}
-				if err := l.conn.Write(l.peerInbox, slot, src, srcOff, uint64(n)); err != nil {
+				if err := l.conn.WriteWithSignal(l.peerInbox, slot, src, srcOff, uint64(n), l.peerInbox, linkArrivedOff, l.sent+1); err != nil {
 					return fmt.Errorf("write to rank %d: %w", t.peer, err)
 				}
 				l.sent++
-				if err := l.conn.UpdateAndSync(l.peerInbox, linkArrivedOff, l.sent); err != nil {
-					return fmt.Errorf("signal rank %d: %w", t.peer, err)
-				}
 				p.sent += n
 				moved = true
 			}

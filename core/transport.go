@@ -89,6 +89,20 @@ type link interface {
 	close() error
 }
 
+// pendingWrite is a write a link has yet to queue: n bytes from src at srcOff to dst at dstOff.
+type pendingWrite struct {
+	dst       RegisteredMemory
+	dstOff    uint64
+	src       RegisteredMemory
+	srcOff, n uint64
+}
+
+// signalledWriter is a link that queues a write and the signal after it (write, then writeValue)
+// as one operation of its own (fabricLink, with signals as remote CQ data).
+type signalledWriter interface {
+	writeWithSignal(w pendingWrite, sig RegisteredMemory, sigOff, value uint64) error
+}
+
 // transportOf returns the implementation of t, or an error naming what asked for it.
 func transportOf(t Transport, what string) (transport, error) {
 	switch t {

@@ -112,6 +112,7 @@ type fabricNet struct {
 
 	mu      sync.Mutex
 	regions map[uint64]*fabric.Region // host memory registered with the provider, by key
+	peers   map[string]fabric.Peer    // the address vector's entries, by address (peer)
 
 	// GPU memory, staged through host buffers (transport_staged.go).
 	copier     stagingCopier
@@ -123,6 +124,10 @@ type fabricNet struct {
 	bufs       hostBuffers             // allocates the staged path's host memory (enableStaged)
 	landings   map[uint64]*landing     // landing rings for peers' staged links, by ring id (mu)
 	retired    []*hostRing             // rings of closed staged links, released at close (mu)
+
+	// Signals of host-memory links as remote CQ data (transport_fabric_signals.go); nil where the
+	// provider cannot carry them, and the signals are writes of the signal word.
+	sig *signals
 
 	// When a caller outside the progress goroutine last polled the endpoint (poll), as time since
 	// start: while callers poll, the goroutine does not spin beside them.
@@ -151,12 +156,21 @@ func openFabric(t Transport, domain string, copier stagingCopier) (*fabricNet, e
 	}
 	n := &fabricNet{
 		transport: t, ep: ep, log: logging.Logger(), copier: copier,
-		regions: map[uint64]*fabric.Region{}, start: time.Now(),
+		regions: map[uint64]*fabric.Region{}, peers: map[string]fabric.Peer{}, start: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	signalsBy := "writes of the signal word"
+	if ep.RemoteData() {
+		n.sig = newSignals(n.log)
+		if err := ep.SetDataHandler(n.sig.apply); err != nil {
+			return nil, errors.Join(err, ep.Close())
+		}
+		signalsBy = "remote CQ data"
 	}
 	major, minor, _ := fabric.Version()
 	n.log.Info("libfabric transport", "transport", t, "provider", ep.Provider(), "domain", ep.Domain(),
-		"libfabric", fmt.Sprintf("%d.%d", major, minor), "memory", "host memory registered with the provider; GPU memory staged through host buffers")
+		"libfabric", fmt.Sprintf("%d.%d", major, minor), "memory", "host memory registered with the provider; GPU memory staged through host buffers",
+		"signals", signalsBy)
 	go n.progress()
 	return n, nil
 }
@@ -244,6 +258,9 @@ func (n *fabricNet) register(ptr cuda.DevicePtr, size uint64) (cuda.IpcMemHandle
 		return cuda.IpcMemHandle{}, fmt.Errorf("%w: the provider gave key %#x twice (%#x and %#x)", errs.ErrInternal, r.Key, old.Addr, r.Addr)
 	}
 	n.regions[r.Key] = r
+	if n.sig != nil {
+		n.sig.addTarget(r.Key, hostRange{addr: r.Addr, size: r.Size})
+	}
 	var h cuda.IpcMemHandle
 	binary.LittleEndian.PutUint64(h[:], r.Key)
 	binary.LittleEndian.PutUint64(h[8:], size)
@@ -272,6 +289,9 @@ func (n *fabricNet) deregister(m RegisteredMemory) error {
 		return fmt.Errorf("not registered with this context's %v endpoint (or deregistered already): %w", n.transport, errs.ErrInvalidUsage)
 	}
 	delete(n.regions, key)
+	if n.sig != nil {
+		n.sig.removeTarget(key)
+	}
 	return r.Deregister()
 }
 
@@ -280,13 +300,30 @@ func remoteOf(m RegisteredMemory) fabric.Remote {
 	return fabric.Remote{Addr: uint64(m.addr), Size: m.size, Key: binary.LittleEndian.Uint64(m.handle[:])}
 }
 
-// connect adds the remote endpoint's address and returns the connection's data path.
+// connect returns the connection's data path to the remote endpoint.
 func (n *fabricNet) connect(remote Endpoint) (link, error) {
-	peer, err := n.ep.AddPeer([]byte(remote.address))
+	peer, err := n.peer(remote.address)
 	if err != nil {
 		return nil, err
 	}
-	return &fabricLink{net: n, peer: peer}, nil
+	return &fabricLink{net: n, peer: peer, address: remote.address}, nil
+}
+
+// peer returns the peer at address, added to the endpoint's address vector on first use: every
+// connection to one remote endpoint goes through one entry, so that the provider keeps their
+// operations in one order (the signals of two links to one peer step one word in turn).
+func (n *fabricNet) peer(address string) (fabric.Peer, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p, ok := n.peers[address]; ok {
+		return p, nil
+	}
+	p, err := n.ep.AddPeer([]byte(address))
+	if err != nil {
+		return 0, err
+	}
+	n.peers[address] = p
+	return p, nil
 }
 
 // Progress makes the context's libfabric endpoint of transport t progress once: it reads its
@@ -349,8 +386,9 @@ func (n *fabricNet) retire(rings ...*hostRing) {
 // fabricLink is a libfabric connection's data path: writes from this process's registered host
 // memory into the peer's, in order, on the context's endpoint.
 type fabricLink struct {
-	net  *fabricNet
-	peer fabric.Peer
+	net     *fabricNet
+	peer    fabric.Peer
+	address string // the peer's
 }
 
 func (l *fabricLink) write(dst RegisteredMemory, dstOff uint64, src RegisteredMemory, srcOff, n uint64) error {
@@ -362,7 +400,55 @@ func (l *fabricLink) write(dst RegisteredMemory, dstOff uint64, src RegisteredMe
 }
 
 func (l *fabricLink) writeValue(dst RegisteredMemory, dstOff, value uint64) error {
+	if l.net.sig != nil {
+		return l.signal(dst, dstOff, value, nil)
+	}
 	return l.net.ep.WriteValue(l.peer, remoteOf(dst), dstOff, value)
+}
+
+// writeWithSignal is write and then writeValue; with signals as remote CQ data, one write.
+func (l *fabricLink) writeWithSignal(w pendingWrite, sig RegisteredMemory, sigOff, value uint64) error {
+	if l.net.sig != nil {
+		return l.signal(sig, sigOff, value, &w)
+	}
+	if err := l.write(w.dst, w.dstOff, w.src, w.srcOff, w.n); err != nil {
+		return err
+	}
+	return l.writeValue(sig, sigOff, value)
+}
+
+// signal queues value for the peer's word at sig+sigOff as remote CQ data
+// (transport_fabric_signals.go): on the write w, or on writes of no bytes when w is nil.
+func (l *fabricLink) signal(sig RegisteredMemory, sigOff, value uint64, w *pendingWrite) error {
+	n := l.net
+	names := n.sig.names(l.address)
+	names.mu.Lock()
+	defer names.mu.Unlock()
+	entries, err := names.name(uint64(sig.addr)+sigOff, value)
+	if err != nil {
+		return err
+	}
+	err = func() error {
+		remote := remoteOf(sig)
+		last := len(entries) - 1
+		for _, d := range entries[:last] {
+			if err := n.ep.WriteData(l.peer, nil, 0, remote, sigOff, 0, d); err != nil {
+				return err
+			}
+		}
+		if w == nil {
+			return n.ep.WriteData(l.peer, nil, 0, remote, sigOff, 0, entries[last])
+		}
+		r, err := n.region(w.src)
+		if err != nil {
+			return err
+		}
+		return n.ep.WriteData(l.peer, r, w.srcOff, remoteOf(w.dst), w.dstOff, w.n, entries[last])
+	}()
+	if err != nil {
+		names.forget() // what the peer's words hold is unknown now: send whole values
+	}
+	return err
 }
 
 func (l *fabricLink) flushed() (bool, error) { return l.net.drained() }

@@ -372,7 +372,7 @@ func (n *fabricNet) openLanding(id, addrLen uint64, payload []byte) error {
 	case count >= stagedMaxLandings:
 		return fmt.Errorf("a staged hello when %d landing rings (of %d MiB each) exist already: %w", count, stagedRingSlots*stagedChunkBytes>>20, errs.ErrRemote)
 	}
-	peer, err := n.ep.AddPeer(h.address)
+	peer, err := n.peer(string(h.address))
 	if err != nil {
 		return fmt.Errorf("a staged hello's address: %w: %w", errs.ErrRemote, err)
 	}
@@ -455,7 +455,7 @@ func (n *fabricNet) connectStaged(remote Endpoint, g *contextGPU) (link, error) 
 	if err := n.enableStaged(g); err != nil {
 		return nil, err
 	}
-	peer, err := n.ep.AddPeer([]byte(remote.address))
+	peer, err := n.peer(remote.address)
 	if err != nil {
 		return nil, err
 	}

@@ -14,8 +14,6 @@ import (
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
 	"github.com/mscclpp-go/mscclpp/core/errs"
-	"github.com/mscclpp-go/mscclpp/core/fabric"
-	"github.com/mscclpp-go/mscclpp/internal/config"
 	"github.com/mscclpp-go/mscclpp/internal/logging"
 	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
@@ -52,12 +50,7 @@ func (h *hostStaging) fromHost(dst cuda.DevicePtr, src []byte, _ int) (func() (b
 // memory, as two ranks' contexts would, and a staged link from the first to the second.
 func stagedPair(t testing.TB, tr Transport, provider string, staging stagingCopier) (sender, receiver *fabricNet, l link) {
 	t.Helper()
-	if !fabric.Has(provider) {
-		t.Skipf("libfabric offers no %s provider here", provider)
-	}
-	if tr == TransportIB {
-		testutil.Override(t, config.NetProvider, provider)
-	}
+	useProvider(t, tr, provider)
 	var err error
 	sender, err = openFabric(tr, "", staging)
 	require.NoError(t, err)
@@ -93,14 +86,7 @@ func stagedMemory(t testing.TB, n *fabricNet, b []byte) (mine, theirs Registered
 // link is flushed after each.
 func TestStagedWrites(t *testing.T) {
 	const maxBytes = 9<<20 + 3
-	for _, tc := range []struct {
-		name      string
-		transport Transport
-		provider  string
-	}{
-		{"network over tcp", TransportIB, "tcp"},
-		{"shared memory", TransportSHM, "shm"},
-	} {
+	for _, tc := range hostProviders {
 		t.Run(tc.name, func(t *testing.T) {
 			src := testutil.HostMemory(t, maxBytes)
 			dst := testutil.HostMemory(t, maxBytes+64)

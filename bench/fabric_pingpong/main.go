@@ -12,8 +12,10 @@
 // transport stages through host buffers, and a third pair of columns shows that time beside the
 // host-memory one. The signal word is then GPU memory too, which the waiting rank reads with an
 // 8-byte copy per poll (about as long as a small message takes: compare from 1 MiB).
-// Each ping writes the message and then a signal word (UpdateAndSync) into the peer's memory;
-// the peer waits for the signal and answers the same way. The two processes are this program
+// Each ping writes the message and then a signal word into the peer's memory
+// (Connection.WriteWithSignal: one operation where the provider carries signals as remote CQ
+// data; -split makes it two calls, Write and then UpdateAndSync, each an operation); the peer
+// waits for the signal and answers the same way. The two processes are this program
 // run again as rank 0 and rank 1 of one bootstrap, separate hosts (MSCCLPP_HOSTID) for tcp.
 package main
 
@@ -46,6 +48,7 @@ var (
 	sizesArg = flag.String("S", "8,1K,64K,1M,4M,16M,64M", "message sizes, comma-separated (K, M suffixes)")
 	iters    = flag.Int("I", 0, "iterations per size (0: 10000 up to 64 KiB, fewer above)")
 	noFI     = flag.Bool("no-fi", false, "do not run fi_pingpong")
+	split    = flag.Bool("split", false, "ping with Write and then UpdateAndSync (two operations) instead of WriteWithSignal")
 	onGPU    = flag.Bool("gpu", false, "also measure GPU memory (staged through host buffers)")
 	list     = flag.Bool("list", false, "list the providers that offer what the transport needs, and exit")
 	cpuProf  = flag.String("cpuprofile", "", "write each rank's CPU profile (go tool pprof) to this path plus .rank0 / .rank1")
@@ -345,6 +348,9 @@ func runRank(rank int, sizes []int, gpu bool) error {
 	seq := uint64(0)
 	send := func(size int) error {
 		seq++
+		if !*split {
+			return conn.WriteWithSignal(remote, 0, srcMem, 0, uint64(size), remote, uint64(maxSize), seq)
+		}
 		if err := conn.Write(remote, 0, srcMem, 0, uint64(size)); err != nil {
 			return err
 		}

@@ -160,6 +160,10 @@ type Endpoint struct {
 
 	msgs    *messages  // set by EnableMessages
 	deliver sync.Mutex // held while messages are handed to the handler, so that they go in order
+
+	remoteData bool              // the provider reports remote CQ data with its source
+	onData     func(data uint64) // handles the peers' remote CQ data (SetDataHandler; e.mu)
+	dropped    uint64            // remote CQ data that came before a handler was set (e.mu)
 }
 
 // resolve returns the available provider that name means: name itself, or else the first layered
@@ -206,12 +210,13 @@ func Open(provider, domain string) (*Endpoint, error) {
 		return nil, err
 	}
 	e := &Endpoint{
-		c:        c,
-		provider: C.GoString(C.mscclpp_fab_provider_name(c)),
-		domain:   C.GoString(C.mscclpp_fab_domain_name(c)),
-		virtAddr: C.mscclpp_fab_virt_addr(c) != 0,
-		maxMsg:   uint64(C.mscclpp_fab_max_msg(c)),
-		polled:   new(pollBuffers),
+		c:          c,
+		provider:   C.GoString(C.mscclpp_fab_provider_name(c)),
+		domain:     C.GoString(C.mscclpp_fab_domain_name(c)),
+		virtAddr:   C.mscclpp_fab_virt_addr(c) != 0,
+		maxMsg:     uint64(C.mscclpp_fab_max_msg(c)),
+		polled:     new(pollBuffers),
+		remoteData: C.mscclpp_fab_remote_data(c) != 0,
 	}
 	if e.maxMsg == 0 {
 		e.maxMsg = 1 << 30
@@ -397,6 +402,74 @@ func (e *Endpoint) WriteValue(peer Peer, dst Remote, dstOff, value uint64) error
 	return nil
 }
 
+// RemoteData reports whether the endpoint carries 8 bytes of remote CQ data (WriteData): the
+// provider's cq_data_size.
+func (e *Endpoint) RemoteData() bool { return e.remoteData }
+
+// SetDataHandler makes handle receive the remote CQ data of the peers' WriteData, in the order
+// the endpoint's completion queue reports them (for one peer, the order it posted them, on the
+// providers this package uses: tcp and shm), from whichever goroutine polls. It runs with the
+// endpoint's lock held: it must not call the endpoint. Data that come before a handler is set
+// are dropped and counted (DroppedData).
+func (e *Endpoint) SetDataHandler(handle func(data uint64)) error {
+	if !e.remoteData {
+		return fmt.Errorf("%v carries no remote CQ data: %w", e, ErrUnavailable)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.onData = handle
+	return nil
+}
+
+// DroppedData is the number of remote CQ data dropped because no handler was set.
+func (e *Endpoint) DroppedData() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.dropped
+}
+
+// WriteData posts a write of n bytes (n may be 0) from src at srcOff to the peer's dst at
+// dstOff whose completion at the peer carries data (its data handler gets it once the bytes have
+// landed), after every write posted before it; a write longer than one post goes in posts of
+// which the last carries data. src may be nil when n is 0. It returns once posted; Flush waits
+// for it.
+func (e *Endpoint) WriteData(peer Peer, src *Region, srcOff uint64, dst Remote, dstOff, n, data uint64) error {
+	if src == nil && n == 0 {
+		src, srcOff = e.values, 0
+	}
+	switch {
+	case src == nil:
+		return fmt.Errorf("write %d bytes from no region: %w", n, errs.ErrInvalidArgument)
+	case srcOff > src.Size || n > src.Size-srcOff:
+		return fmt.Errorf("write %d bytes from offset %d of a %d-byte region: %w", n, srcOff, src.Size, errs.ErrInvalidArgument)
+	case dstOff > dst.Size || n > dst.Size-dstOff:
+		return fmt.Errorf("write %d bytes to offset %d of the peer's %d-byte region: %w", n, dstOff, dst.Size, errs.ErrInvalidArgument)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.remoteData {
+		return fmt.Errorf("write with remote data on %v: %w", e, ErrUnavailable)
+	}
+	for n > e.maxWrite {
+		if err := e.post(peer, src, srcOff, dst, dstOff, e.maxWrite); err != nil {
+			return err
+		}
+		srcOff, dstOff, n = srcOff+e.maxWrite, dstOff+e.maxWrite, n-e.maxWrite
+	}
+	raddr := dstOff
+	if e.virtAddr {
+		raddr = dst.Addr + dstOff
+	}
+	if err := e.retry("fi_writedata", func() string { return fmt.Sprintf("a write of %d bytes with data to peer %d", n, peer) }, func() C.ssize_t {
+		return C.mscclpp_fab_writedata(e.c, C.uint64_t(src.Addr+srcOff), C.size_t(n), src.mr, C.uint64_t(peer),
+			C.uint64_t(raddr), C.uint64_t(dst.Key), C.uint64_t(data), 0)
+	}); err != nil {
+		return err
+	}
+	e.posted++
+	return nil
+}
+
 // post posts one write of data. e.mu is held.
 func (e *Endpoint) post(peer Peer, src *Region, srcOff uint64, dst Remote, dstOff, n uint64) error {
 	return e.postWith(peer, src, srcOff, dst, dstOff, n, 0)
@@ -437,17 +510,17 @@ func (e *Endpoint) Progress() error {
 // pollBuffers are what one poll of the completion queue fills: the completions' contexts and
 // lengths, and an error's text.
 type pollBuffers struct {
-	ctxs, lens [64]C.uint64_t
-	msg        [256]C.char
+	ctxs, lens, datas [64]C.uint64_t
+	msg               [256]C.char
 }
 
 // poll reads completions: of writes and sends (counted, their source slots freed) and of
 // messages received (queued for deliverMessages). e.mu is held.
 func (e *Endpoint) poll() error {
 	b := e.polled
-	ctxs, lens, msg := b.ctxs[:], b.lens[:], b.msg[:]
+	ctxs, lens, datas, msg := b.ctxs[:], b.lens[:], b.datas[:], b.msg[:]
 	for {
-		n := C.mscclpp_fab_poll(e.c, &ctxs[0], &lens[0], C.size_t(len(ctxs)), &msg[0], C.size_t(len(msg)))
+		n := C.mscclpp_fab_poll(e.c, &ctxs[0], &lens[0], &datas[0], C.size_t(len(ctxs)), &msg[0], C.size_t(len(msg)))
 		if n < 0 {
 			if e.failure == nil {
 				e.failure = fmt.Errorf("%v: a write failed: %s: %w", e, C.GoString(&msg[0]), fabricError("fi_cq_read", C.int(n)))
@@ -456,6 +529,13 @@ func (e *Endpoint) poll() error {
 		}
 		for i, ctx := range ctxs[:n] {
 			switch {
+			case ctx == C.MSCCLPP_FAB_REMOTE_DATA: // a peer's write with data, no write of ours
+				if e.onData != nil {
+					e.onData(uint64(datas[i]))
+				} else {
+					e.dropped++
+				}
+				continue
 			case ctx&recvContext != 0:
 				e.msgs.received(uint64(ctx)&^recvContext, uint64(lens[i]))
 				continue // a receive is no write of ours

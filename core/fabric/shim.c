@@ -160,7 +160,7 @@ int mscclpp_fab_open(const char *prov, const char *domain, struct mscclpp_fab_ep
 	*where = "fi_domain";
 	if ((r = fi_domain(e->fabric, e->info, &e->domain, NULL)) != 0)
 		goto fail;
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_NONE};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
 	*where = "fi_cq_open";
 	if ((r = fi_cq_open(e->domain, &cq_attr, &e->cq, NULL)) != 0)
 		goto fail;
@@ -190,6 +190,7 @@ fail:
 const char *mscclpp_fab_provider_name(struct mscclpp_fab_ep *e) { return e->info->fabric_attr->prov_name; }
 const char *mscclpp_fab_domain_name(struct mscclpp_fab_ep *e) { return e->info->domain_attr->name; }
 const char *mscclpp_fab_fabric_name(struct mscclpp_fab_ep *e) { return e->info->fabric_attr->name; }
+int mscclpp_fab_remote_data(struct mscclpp_fab_ep *e) { return e->info->domain_attr->cq_data_size >= 8; }
 int mscclpp_fab_virt_addr(struct mscclpp_fab_ep *e) { return (e->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0; }
 size_t mscclpp_fab_max_msg(struct mscclpp_fab_ep *e) { return e->info->ep_attr->max_msg_size; }
 
@@ -255,6 +256,13 @@ ssize_t mscclpp_fab_write(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, s
 	return fi_write(e->ep, (const void *)(uintptr_t)addr, len, mr ? mr->desc : NULL, (fi_addr_t)peer, raddr, key, (void *)(uintptr_t)ctx);
 }
 
+ssize_t mscclpp_fab_writedata(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, struct mscclpp_fab_mr *mr,
+			      uint64_t peer, uint64_t raddr, uint64_t key, uint64_t data, uint64_t ctx)
+{
+	return fi_writedata(e->ep, (const void *)(uintptr_t)addr, len, mr ? mr->desc : NULL, data, (fi_addr_t)peer, raddr, key,
+			    (void *)(uintptr_t)ctx);
+}
+
 ssize_t mscclpp_fab_send(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, struct mscclpp_fab_mr *mr,
 			 uint64_t peer, uint64_t ctx)
 {
@@ -276,9 +284,10 @@ int mscclpp_fab_msg_ordered(struct mscclpp_fab_ep *e)
 	return (e->info->tx_attr->msg_order & FI_ORDER_SAS) != 0 && (e->info->rx_attr->msg_order & FI_ORDER_SAS) != 0;
 }
 
-ssize_t mscclpp_fab_poll(struct mscclpp_fab_ep *e, uint64_t *ctxs, uint64_t *lens, size_t max, char *err, size_t err_len)
+ssize_t mscclpp_fab_poll(struct mscclpp_fab_ep *e, uint64_t *ctxs, uint64_t *lens, uint64_t *datas, size_t max, char *err,
+			size_t err_len)
 {
-	struct fi_cq_msg_entry entries[64];
+	struct fi_cq_data_entry entries[64];
 	if (max > 64)
 		max = 64;
 	ssize_t n = fi_cq_read(e->cq, entries, max);
@@ -297,8 +306,10 @@ ssize_t mscclpp_fab_poll(struct mscclpp_fab_ep *e, uint64_t *ctxs, uint64_t *len
 	if (n < 0)
 		return n;
 	for (ssize_t i = 0; i < n; i++) {
-		ctxs[i] = (uint64_t)(uintptr_t)entries[i].op_context;
-		lens[i] = (entries[i].flags & FI_RECV) ? entries[i].len : 0;
+		const int remote = (entries[i].flags & FI_REMOTE_CQ_DATA) != 0;
+		ctxs[i] = remote ? MSCCLPP_FAB_REMOTE_DATA : (uint64_t)(uintptr_t)entries[i].op_context;
+		lens[i] = !remote && (entries[i].flags & FI_RECV) ? entries[i].len : 0;
+		datas[i] = remote ? entries[i].data : 0;
 	}
 	return n;
 }

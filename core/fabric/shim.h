@@ -72,6 +72,16 @@ ssize_t mscclpp_fab_write(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, s
 			  uint64_t peer, uint64_t raddr, uint64_t key, uint64_t ctx);
 
 /*
+ * mscclpp_fab_writedata is mscclpp_fab_write with remote CQ data: the peer's completion queue
+ * reports data once the len bytes (len may be 0) have landed.
+ */
+ssize_t mscclpp_fab_writedata(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, struct mscclpp_fab_mr *mr,
+			      uint64_t peer, uint64_t raddr, uint64_t key, uint64_t data, uint64_t ctx);
+
+/* mscclpp_fab_remote_data reports whether the endpoint carries 8 bytes of remote CQ data. */
+int mscclpp_fab_remote_data(struct mscclpp_fab_ep *e);
+
+/*
  * mscclpp_fab_send posts a message of len bytes from addr (inside mr) to peer, with context ctx
  * in its completion. Returns 0, -FI_EAGAIN (progress, then retry) or an error.
  */
@@ -92,12 +102,17 @@ int mscclpp_fab_msg_ordered(struct mscclpp_fab_ep *e);
  * posted to it before (FI_ORDER_SAW). */
 int mscclpp_fab_send_after_write(struct mscclpp_fab_ep *e);
 
+/* The context mscclpp_fab_poll reports for a peer's write with remote CQ data. */
+#define MSCCLPP_FAB_REMOTE_DATA UINT64_MAX
+
 /*
- * mscclpp_fab_poll reads up to max completions, storing their contexts in ctxs and their lengths
- * (the bytes of a message received; 0 for the others) in lens; it returns how many, 0 when there
- * are none, or a negative error, whose text it copies into err.
+ * mscclpp_fab_poll reads up to max completions, storing their contexts in ctxs, their lengths
+ * (the bytes of a message received; 0 for the others) in lens, and their remote CQ data (0 for
+ * the others) in datas; a peer's write with remote CQ data has context MSCCLPP_FAB_REMOTE_DATA.
+ * It returns how many, 0 when there are none, or a negative error, whose text it copies into err.
  */
-ssize_t mscclpp_fab_poll(struct mscclpp_fab_ep *e, uint64_t *ctxs, uint64_t *lens, size_t max, char *err, size_t err_len);
+ssize_t mscclpp_fab_poll(struct mscclpp_fab_ep *e, uint64_t *ctxs, uint64_t *lens, uint64_t *datas, size_t max, char *err,
+			size_t err_len);
 
 /* mscclpp_fab_close closes the endpoint and everything it hangs on. */
 void mscclpp_fab_close(struct mscclpp_fab_ep *e);

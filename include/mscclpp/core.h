@@ -120,6 +120,12 @@ mscclppResult_t mscclppConnectionWrite(mscclppConnection_t connection, mscclppRe
  * (8-byte aligned): the signal that tells the peer the data has landed. Does not wait. */
 mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t connection, mscclppRegMem_t dst,
                                                uint64_t dstOffset, uint64_t value);
+/* mscclppConnectionWrite and then mscclppConnectionUpdateAndSync(signal, signalOffset, value): on
+ * IB and SHM links whose provider carries signals as remote CQ data (tcp, shm), one operation of
+ * the provider instead of two, about half a small message's latency. Does not wait. */
+mscclppResult_t mscclppConnectionWriteWithSignal(mscclppConnection_t connection, mscclppRegMem_t dst, uint64_t dstOffset,
+                                                 mscclppRegMem_t src, uint64_t srcOffset, uint64_t size,
+                                                 mscclppRegMem_t signal, uint64_t signalOffset, uint64_t value);
 /* Waits until everything queued on the connection has completed, or `timeoutMs` milliseconds
  * pass (mscclppSystemError; negative: no limit). */
 mscclppResult_t mscclppConnectionFlush(mscclppConnection_t connection, int64_t timeoutMs);

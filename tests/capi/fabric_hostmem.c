@@ -2,7 +2,7 @@
 // process, one bootstrap) connect host memory over IB (the network provider: MSCCLPP_NET_PROVIDER,
 // else the best the machine offers; tcp on loopback here) and over SHM through core.h's
 // communicator, exchange registered memory, and each writes 1 MiB plus a signal into the other's
-// buffer, five rounds; the receiver waits for the signal (mscclppContextProgress) and checks
+// buffer, five rounds (odd ones with mscclppConnectionWriteWithSignal); the receiver waits for the signal (mscclppContextProgress) and checks
 // every byte. Real providers, no GPU. Prints "fabric hostmem: N passed, M failed".
 #define _POSIX_C_SOURCE 200112L
 
@@ -64,8 +64,12 @@ static void* rank(void* arg) {
 
   for (uint64_t k = 1; k <= kRounds; k++) {
     for (int i = 0; i < kBytes; i++) out[i] = (unsigned char)(i * 7 + me + (int)k);
-    REQUIRE_OK(mscclppConnectionWrite(conn, peerDst, 0, src, 0, kBytes));
-    REQUIRE_OK(mscclppConnectionUpdateAndSync(conn, peerDst, kBytes, k));
+    if (k % 2) {  /* odd rounds: the write and its signal as one call */
+      REQUIRE_OK(mscclppConnectionWriteWithSignal(conn, peerDst, 0, src, 0, kBytes, peerDst, kBytes, k));
+    } else {
+      REQUIRE_OK(mscclppConnectionWrite(conn, peerDst, 0, src, 0, kBytes));
+      REQUIRE_OK(mscclppConnectionUpdateAndSync(conn, peerDst, kBytes, k));
+    }
     double deadline = now() + 30;
     mscclppResult_t progress = mscclppSuccess;
     while (*signal != k && now() < deadline && progress == mscclppSuccess)
