@@ -66,7 +66,10 @@ func (c *Connection) Write(dst RegisteredMemory, dstOffset uint64, src Registere
 
 // UpdateAndSync queues, after the work already on the connection's stream, an 8-byte store of
 // value at dst+dstOffset (8-byte aligned), so that the peer sees it after the data of earlier
-// Writes. It does not wait; Flush does.
+// Writes. It does not wait; Flush does. On libfabric links to host memory that carry signals as
+// remote CQ data (tcp, shm) the peer stores the value when it progresses, as a step up from the
+// word's value where it can (transport_fabric_signals.go): a word that holds 2^18 or more must be
+// signalled by one connection only, and not changed by its owner in between.
 func (c *Connection) UpdateAndSync(dst RegisteredMemory, dstOffset uint64, value uint64) error {
 	fail := func(err error) error {
 		return fmt.Errorf("%v: store %d at offset %d of %v: %w", c, value, dstOffset, dst, err)

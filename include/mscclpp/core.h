@@ -117,7 +117,9 @@ mscclppResult_t mscclppConnectionRelease(mscclppConnection_t connection);
 mscclppResult_t mscclppConnectionWrite(mscclppConnection_t connection, mscclppRegMem_t dst, uint64_t dstOffset,
                                        mscclppRegMem_t src, uint64_t srcOffset, uint64_t size);
 /* Queues, after the data of earlier writes, an 8-byte store of `value` at `dst` + `dstOffset`
- * (8-byte aligned): the signal that tells the peer the data has landed. Does not wait. */
+ * (8-byte aligned): the signal that tells the peer the data has landed. Does not wait. Over IB
+ * and SHM to host memory (tcp, shm) the peer stores it when it progresses, as a step from the
+ * word's value where it can: a word that holds 2^18 or more is signalled by one connection only. */
 mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t connection, mscclppRegMem_t dst,
                                                uint64_t dstOffset, uint64_t value);
 /* mscclppConnectionWrite and then mscclppConnectionUpdateAndSync(signal, signalOffset, value): on
