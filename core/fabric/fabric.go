@@ -500,8 +500,9 @@ func (e *Endpoint) Progress() error {
 		return ErrClosed
 	}
 	err := e.poll()
+	msgs := e.msgs != nil
 	e.mu.Unlock()
-	if err != nil {
+	if err != nil || !msgs { // without messages there is nothing to deliver
 		return err
 	}
 	return e.deliverMessages()
