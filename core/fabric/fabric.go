@@ -161,7 +161,7 @@ type Endpoint struct {
 	msgs    *messages  // set by EnableMessages
 	deliver sync.Mutex // held while messages are handed to the handler, so that they go in order
 
-	remoteData bool              // the provider reports remote CQ data with its source
+	remoteData bool              // the provider carries 8 bytes of remote CQ data
 	onData     func(data uint64) // handles the peers' remote CQ data (SetDataHandler; e.mu)
 	dropped    uint64            // remote CQ data that came before a handler was set (e.mu)
 }

@@ -3,6 +3,7 @@ package fabric
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -116,6 +117,83 @@ func TestPutSignalWait(t *testing.T) {
 				require.NoError(t, a.Flush(context.Background()))
 				assert.Zero(t, a.Pending())
 			}
+		})
+	}
+}
+
+// TestWriteData: writes with remote CQ data, of no bytes and of bytes past one post, reach the
+// peer's data handler in the order posted, each once its bytes have landed; the data that came
+// before the handler was set are counted as dropped.
+func TestWriteData(t *testing.T) {
+	const n = 1 << 20
+	for _, prov := range []struct{ name, domain string }{{"tcp", "lo"}, {"shm", ""}} {
+		t.Run(prov.name, func(t *testing.T) {
+			a, b, ab, _ := pair(t, prov.name, prov.domain)
+			if !a.RemoteData() {
+				t.Skipf("%v carries no remote CQ data", a)
+			}
+			src := testutil.HostMemory(t, n)
+			dst := testutil.HostMemory(t, n)
+			srcReg, err := a.Register(addr(src), n)
+			require.NoError(t, err)
+			defer srcReg.Deregister()
+			dstReg, err := b.Register(addr(dst), n)
+			require.NoError(t, err)
+			defer dstReg.Deregister()
+
+			progressInBackground(t, b)
+			require.NoError(t, a.WriteData(ab, nil, 0, dstReg.Remote(), 0, 0, 99)) // before the handler
+			require.NoError(t, a.Flush(context.Background()))
+			deadline := time.Now().Add(30 * time.Second)
+			for b.DroppedData() == 0 {
+				require.False(t, time.Now().After(deadline), "the first data never came")
+				time.Sleep(time.Millisecond)
+			}
+
+			var mu sync.Mutex // the handler runs on b's progress goroutine
+			var got []uint64
+			var wrong int
+			require.NoError(t, b.SetDataHandler(func(d uint64) {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, d)
+				if d%2 == 0 { // even data follow a write of every byte
+					for i := range n {
+						if dst[i] != byte(i+int(d)) {
+							wrong++
+						}
+					}
+				}
+			}))
+			const writes = 20
+			for d := uint64(1); d <= writes; d++ {
+				if d%2 == 0 {
+					for i := range n {
+						src[i] = byte(i + int(d))
+					}
+					require.NoError(t, a.WriteData(ab, srcReg, 0, dstReg.Remote(), 0, n, d))
+					require.NoError(t, a.Flush(context.Background())) // src is rewritten next
+				} else {
+					require.NoError(t, a.WriteData(ab, nil, 0, dstReg.Remote(), 0, 0, d))
+				}
+			}
+			for {
+				mu.Lock()
+				came := len(got)
+				mu.Unlock()
+				if came == writes {
+					break
+				}
+				require.NoError(t, a.Progress())
+				require.False(t, time.Now().After(deadline), "%d of %d data came", came, writes)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, d := range got {
+				assert.Equal(t, uint64(i+1), d, "data in the order posted")
+			}
+			assert.Zero(t, wrong, "bytes wrong when their data came")
+			assert.EqualValues(t, 1, b.DroppedData())
 		})
 	}
 }

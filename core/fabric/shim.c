@@ -306,7 +306,9 @@ ssize_t mscclpp_fab_poll(struct mscclpp_fab_ep *e, uint64_t *ctxs, uint64_t *len
 	if (n < 0)
 		return n;
 	for (ssize_t i = 0; i < n; i++) {
-		const int remote = (entries[i].flags & FI_REMOTE_CQ_DATA) != 0;
+		/* A peer's RMA write with data; a message that carries data too stays a message (its
+		 * receive buffer must be accounted for). */
+		const int remote = (entries[i].flags & FI_REMOTE_CQ_DATA) && !(entries[i].flags & FI_RECV);
 		ctxs[i] = remote ? MSCCLPP_FAB_REMOTE_DATA : (uint64_t)(uintptr_t)entries[i].op_context;
 		lens[i] = !remote && (entries[i].flags & FI_RECV) ? entries[i].len : 0;
 		datas[i] = remote ? entries[i].data : 0;

@@ -108,7 +108,7 @@ int mscclpp_fab_send_after_write(struct mscclpp_fab_ep *e);
 /*
  * mscclpp_fab_poll reads up to max completions, storing their contexts in ctxs, their lengths
  * (the bytes of a message received; 0 for the others) in lens, and their remote CQ data (0 for
- * the others) in datas; a peer's write with remote CQ data has context MSCCLPP_FAB_REMOTE_DATA.
+ * the others) in datas; a peer's RMA write with remote CQ data has context MSCCLPP_FAB_REMOTE_DATA.
  * It returns how many, 0 when there are none, or a negative error, whose text it copies into err.
  */
 ssize_t mscclpp_fab_poll(struct mscclpp_fab_ep *e, uint64_t *ctxs, uint64_t *lens, uint64_t *datas, size_t max, char *err,
