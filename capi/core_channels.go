@@ -109,18 +109,14 @@ func mscclppMemoryChannelGetDeviceHandle(sema C.mscclppSemaphore_t, dst, src C.m
 		if err != nil {
 			return err
 		}
-		d, err := memories.lookup(unsafe.Pointer(dst))
-		if err != nil {
-			return err
-		}
-		sr, err := memories.lookup(unsafe.Pointer(src))
+		m, err := lookupMemories(dst, src)
 		if err != nil {
 			return err
 		}
 		if handle == nil {
 			return invalidArg("handle is NULL")
 		}
-		ch, err := channels.NewMemoryChannel(s, d, sr, cuda.DevicePtr(uintptr(packetBuffer)))
+		ch, err := channels.NewMemoryChannel(s, m[0], m[1], cuda.DevicePtr(uintptr(packetBuffer)))
 		if err != nil {
 			return err
 		}

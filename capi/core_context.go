@@ -23,6 +23,20 @@ var (
 	memories    = newHandleTable[core.RegisteredMemory]("registered memory")
 )
 
+// lookupMemories looks up the registered memories a call names, in order; the first handle that
+// is not one fails the call.
+func lookupMemories(hs ...C.mscclppRegMem_t) ([]core.RegisteredMemory, error) {
+	ms := make([]core.RegisteredMemory, len(hs))
+	for i, h := range hs {
+		m, err := memories.lookup(unsafe.Pointer(h))
+		if err != nil {
+			return nil, err
+		}
+		ms[i] = m
+	}
+	return ms, nil
+}
+
 //export mscclppContextCreate
 func mscclppContextCreate(ctx *C.mscclppContext_t) C.mscclppResult_t {
 	return call("mscclppContextCreate", func() error {
@@ -125,15 +139,11 @@ func mscclppConnectionWrite(conn C.mscclppConnection_t, dst C.mscclppRegMem_t, d
 		if err != nil {
 			return err
 		}
-		d, err := memories.lookup(unsafe.Pointer(dst))
+		m, err := lookupMemories(dst, src)
 		if err != nil {
 			return err
 		}
-		s, err := memories.lookup(unsafe.Pointer(src))
-		if err != nil {
-			return err
-		}
-		return cn.Write(d, uint64(dstOffset), s, uint64(srcOffset), uint64(size))
+		return cn.Write(m[0], uint64(dstOffset), m[1], uint64(srcOffset), uint64(size))
 	})
 }
 
@@ -160,19 +170,11 @@ func mscclppConnectionWriteWithSignal(conn C.mscclppConnection_t, dst C.mscclppR
 		if err != nil {
 			return err
 		}
-		d, err := memories.lookup(unsafe.Pointer(dst))
+		m, err := lookupMemories(dst, src, signal)
 		if err != nil {
 			return err
 		}
-		s, err := memories.lookup(unsafe.Pointer(src))
-		if err != nil {
-			return err
-		}
-		sig, err := memories.lookup(unsafe.Pointer(signal))
-		if err != nil {
-			return err
-		}
-		return cn.WriteWithSignal(d, uint64(dstOffset), s, uint64(srcOffset), uint64(size), sig, uint64(signalOffset), uint64(value))
+		return cn.WriteWithSignal(m[0], uint64(dstOffset), m[1], uint64(srcOffset), uint64(size), m[2], uint64(signalOffset), uint64(value))
 	})
 }
 
