@@ -46,17 +46,11 @@ func (c *Connection) Write(dst RegisteredMemory, dstOffset uint64, src Registere
 	fail := func(err error) error { // the text is built only on failure: Write is on the fast path
 		return fmt.Errorf("%v: write %d bytes to offset %d of %v from offset %d of %v: %w", c, size, dstOffset, dst, srcOffset, src, err)
 	}
-	if err := checkRange(dst, dstOffset, size); err != nil {
-		return fail(fmt.Errorf("destination: %w", err))
-	}
-	if err := checkRange(src, srcOffset, size); err != nil {
-		return fail(fmt.Errorf("source: %w", err))
+	if err := checkWrite(dst, dstOffset, src, srcOffset, size); err != nil {
+		return fail(err)
 	}
 	if size == 0 {
 		return nil
-	}
-	if size > math.MaxInt {
-		return fail(fmt.Errorf("size too large: %w", errs.ErrInvalidArgument))
 	}
 	if err := c.onStream(func() error { return c.link.write(dst, dstOffset, src, srcOffset, size) }); err != nil {
 		return fail(err)
@@ -101,17 +95,11 @@ func (c *Connection) WriteWithSignal(dst RegisteredMemory, dstOffset uint64, src
 		return fmt.Errorf("%v: write %d bytes to offset %d of %v from offset %d of %v, then store %d at offset %d of %v: %w",
 			c, size, dstOffset, dst, srcOffset, src, value, signalOffset, signal, err)
 	}
-	if err := checkRange(dst, dstOffset, size); err != nil {
-		return fail(fmt.Errorf("destination: %w", err))
-	}
-	if err := checkRange(src, srcOffset, size); err != nil {
-		return fail(fmt.Errorf("source: %w", err))
+	if err := checkWrite(dst, dstOffset, src, srcOffset, size); err != nil {
+		return fail(err)
 	}
 	if err := checkSignalWord(signal, signalOffset); err != nil {
 		return fail(fmt.Errorf("signal: %w", err))
-	}
-	if size > math.MaxInt {
-		return fail(fmt.Errorf("size too large: %w", errs.ErrInvalidArgument))
 	}
 	w := pendingWrite{dst: dst, dstOff: dstOffset, src: src, srcOff: srcOffset, n: size}
 	if err := c.onStream(func() error { return sw.writeWithSignal(w, signal, signalOffset, value) }); err != nil {
@@ -195,6 +183,21 @@ func (c *Connection) onStream(f func() error) error {
 		return c.gpu.do(f)
 	}
 	return f()
+}
+
+// checkWrite refuses a write of size bytes from src at srcOff to dst at dstOff that does not fit
+// either memory, or that is too large.
+func checkWrite(dst RegisteredMemory, dstOff uint64, src RegisteredMemory, srcOff, size uint64) error {
+	if err := checkRange(dst, dstOff, size); err != nil {
+		return fmt.Errorf("destination: %w", err)
+	}
+	if err := checkRange(src, srcOff, size); err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	if size > math.MaxInt {
+		return fmt.Errorf("size too large: %w", errs.ErrInvalidArgument)
+	}
+	return nil
 }
 
 // checkSignalWord refuses a signal word that is not 8 bytes of m at an 8-byte aligned address.

@@ -74,8 +74,8 @@ type transport interface {
 
 // link is the data path of one Connection, made by a transport: a CUDA stream for CUDA IPC
 // (streamLink), the peer's address on the context's libfabric endpoint for the network and
-// shared memory (fabricLink, stagedLink). Its operations are asynchronous and run in the order
-// they were queued; the Connection has checked every range.
+// shared memory (fabricLink or signalLink, stagedLink). Its operations are asynchronous and run
+// in the order they were queued; the Connection has checked every range.
 type link interface {
 	// write queues a copy of n bytes (n > 0) from src at srcOff, memory of this process, to dst
 	// at dstOff, the peer's memory.
@@ -98,7 +98,7 @@ type pendingWrite struct {
 }
 
 // signalledWriter is a link that queues a write and the signal after it (write, then writeValue)
-// as one operation of its own (fabricLink, with signals as remote CQ data).
+// as one operation of its own (signalLink: a fabricLink with signals as remote CQ data).
 type signalledWriter interface {
 	writeWithSignal(w pendingWrite, sig RegisteredMemory, sigOff, value uint64) error
 }

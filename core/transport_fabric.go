@@ -112,7 +112,7 @@ type fabricNet struct {
 
 	mu      sync.Mutex
 	regions map[uint64]*fabric.Region // host memory registered with the provider, by key
-	peers   map[string]fabric.Peer    // the address vector's entries, by address (peer)
+	peers   map[string]*remotePeer    // the address vector's entries, by address (peer)
 
 	// GPU memory, staged through host buffers (transport_staged.go).
 	copier     stagingCopier
@@ -156,7 +156,7 @@ func openFabric(t Transport, domain string, copier stagingCopier) (*fabricNet, e
 	}
 	n := &fabricNet{
 		transport: t, ep: ep, log: logging.Logger(), copier: copier,
-		regions: map[uint64]*fabric.Region{}, peers: map[string]fabric.Peer{}, start: time.Now(),
+		regions: map[uint64]*fabric.Region{}, peers: map[string]*remotePeer{}, start: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	signalsBy := "writes of the signal word"
@@ -302,26 +302,38 @@ func remoteOf(m RegisteredMemory) fabric.Remote {
 
 // connect returns the connection's data path to the remote endpoint.
 func (n *fabricNet) connect(remote Endpoint) (link, error) {
-	peer, err := n.peer(remote.address)
+	p, err := n.peer(remote.address)
 	if err != nil {
 		return nil, err
 	}
-	return &fabricLink{net: n, peer: peer, address: remote.address}, nil
+	l := &fabricLink{net: n, peer: p.peer}
+	if n.sig != nil {
+		return &signalLink{fabricLink: l, names: &p.names}, nil
+	}
+	return l, nil
 }
 
-// peer returns the peer at address, added to the endpoint's address vector on first use: every
-// connection to one remote endpoint goes through one entry, so that the provider keeps their
-// operations in one order (the signals of two links to one peer step one word in turn).
-func (n *fabricNet) peer(address string) (fabric.Peer, error) {
+// remotePeer is a remote endpoint this one writes to: its address-vector entry, and what this
+// endpoint's signals as remote CQ data have sent to its words.
+type remotePeer struct {
+	peer  fabric.Peer
+	names signalNames
+}
+
+// peer returns the remote endpoint at address, added to the endpoint's address vector on first
+// use: every connection to one remote endpoint goes through one entry, so that the provider keeps
+// their operations in one order (the signals of two links to one peer step one word in turn).
+func (n *fabricNet) peer(address string) (*remotePeer, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if p, ok := n.peers[address]; ok {
 		return p, nil
 	}
-	p, err := n.ep.AddPeer([]byte(address))
+	fp, err := n.ep.AddPeer([]byte(address))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	p := &remotePeer{peer: fp}
 	n.peers[address] = p
 	return p, nil
 }
@@ -384,11 +396,10 @@ func (n *fabricNet) retire(rings ...*hostRing) {
 }
 
 // fabricLink is a libfabric connection's data path: writes from this process's registered host
-// memory into the peer's, in order, on the context's endpoint.
+// memory into the peer's, in order, on the context's endpoint; a signal is a write of the value.
 type fabricLink struct {
-	net     *fabricNet
-	peer    fabric.Peer
-	address string // the peer's
+	net  *fabricNet
+	peer fabric.Peer
 }
 
 func (l *fabricLink) write(dst RegisteredMemory, dstOff uint64, src RegisteredMemory, srcOff, n uint64) error {
@@ -400,28 +411,33 @@ func (l *fabricLink) write(dst RegisteredMemory, dstOff uint64, src RegisteredMe
 }
 
 func (l *fabricLink) writeValue(dst RegisteredMemory, dstOff, value uint64) error {
-	if l.net.sig != nil {
-		return l.signal(dst, dstOff, value, nil)
-	}
 	return l.net.ep.WriteValue(l.peer, remoteOf(dst), dstOff, value)
 }
 
-// writeWithSignal is write and then writeValue; with signals as remote CQ data, one write.
-func (l *fabricLink) writeWithSignal(w pendingWrite, sig RegisteredMemory, sigOff, value uint64) error {
-	if l.net.sig != nil {
-		return l.signal(sig, sigOff, value, &w)
-	}
-	if err := l.write(w.dst, w.dstOff, w.src, w.srcOff, w.n); err != nil {
-		return err
-	}
-	return l.writeValue(sig, sigOff, value)
+func (l *fabricLink) flushed() (bool, error) { return l.net.drained() }
+
+func (l *fabricLink) close() error { return nil }
+
+// signalLink is a fabricLink whose signals ride on writes as remote CQ data
+// (transport_fabric_signals.go): a signal alone is a write of no bytes, and a write with its
+// signal (a signalledWriter) one write.
+type signalLink struct {
+	*fabricLink
+	names *signalNames // what this endpoint has sent to the peer's words
 }
 
-// signal queues value for the peer's word at sig+sigOff as remote CQ data
-// (transport_fabric_signals.go): on the write w, or on writes of no bytes when w is nil.
-func (l *fabricLink) signal(sig RegisteredMemory, sigOff, value uint64, w *pendingWrite) error {
-	n := l.net
-	names := n.sig.names(l.address)
+func (l *signalLink) writeValue(dst RegisteredMemory, dstOff, value uint64) error {
+	return l.signal(dst, dstOff, value, nil)
+}
+
+func (l *signalLink) writeWithSignal(w pendingWrite, sig RegisteredMemory, sigOff, value uint64) error {
+	return l.signal(sig, sigOff, value, &w)
+}
+
+// signal queues value for the peer's word at sig+sigOff: on the write w, or on writes of no
+// bytes when w is nil.
+func (l *signalLink) signal(sig RegisteredMemory, sigOff, value uint64, w *pendingWrite) error {
+	n, names := l.net, l.names
 	names.mu.Lock()
 	defer names.mu.Unlock()
 	entries, err := names.name(uint64(sig.addr)+sigOff, value)
@@ -450,7 +466,3 @@ func (l *fabricLink) signal(sig RegisteredMemory, sigOff, value uint64, w *pendi
 	}
 	return err
 }
-
-func (l *fabricLink) flushed() (bool, error) { return l.net.drained() }
-
-func (l *fabricLink) close() error { return nil }

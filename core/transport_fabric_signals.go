@@ -59,8 +59,8 @@ func partEntry(addr, value uint64, i int) uint64 {
 // to them go in parts).
 const maxSentWords = 4096
 
-// signalNames is a sender's side of one (endpoint, peer) pair: the value it last sent to each
-// word. Its lock is held from naming a signal to posting it, so that the peer reads the entries
+// signalNames is a sender's side of one (endpoint, peer) pair (remotePeer.names): the value it
+// last sent to each word. Its lock is held from naming a signal to posting it, so that the peer reads the entries
 // of one word in the order the sender chose them.
 type signalNames struct {
 	mu      sync.Mutex
@@ -101,33 +101,20 @@ type hostRange struct{ addr, size uint64 }
 // maxPartial bounds the words whose parts are in flight at once (signals.partial).
 const maxPartial = 1024
 
-// signals is a fabricNet's state for signals as remote CQ data; nil where the endpoint cannot
-// carry them.
+// signals is a fabricNet's receiving side of signals as remote CQ data (each remotePeer holds
+// the sending side); nil where the endpoint cannot carry them.
 type signals struct {
 	log      *slog.Logger
 	mu       sync.Mutex
-	out      map[string]*signalNames // sender side, by the peer's address (mu guards the map only)
-	targets  map[uint64]hostRange    // registered host memory, by key (mu)
-	last     hostRange               // the target of the previous entry (mu)
-	partial  map[uint64]uint64       // word address -> the parts received so far (mu)
-	rejected uint64                  // entries refused (mu)
-	firstBad error                   // why the first was refused (mu)
+	targets  map[uint64]hostRange // registered host memory, by key (mu)
+	last     hostRange            // the target of the previous entry (mu)
+	partial  map[uint64]uint64    // word address -> the parts received so far (mu)
+	rejected uint64               // entries refused (mu)
+	firstBad error                // why the first was refused (mu)
 }
 
 func newSignals(log *slog.Logger) *signals {
-	return &signals{log: log, out: map[string]*signalNames{}, targets: map[uint64]hostRange{}, partial: map[uint64]uint64{}}
-}
-
-// names returns the sender side of the peer at address.
-func (s *signals) names(address string) *signalNames {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.out[address]
-	if n == nil {
-		n = &signalNames{}
-		s.out[address] = n
-	}
-	return n
+	return &signals{log: log, targets: map[uint64]hostRange{}, partial: map[uint64]uint64{}}
 }
 
 // addTarget and removeTarget keep the registered host memory that signals may be stored into.

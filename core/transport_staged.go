@@ -372,7 +372,7 @@ func (n *fabricNet) openLanding(id, addrLen uint64, payload []byte) error {
 	case count >= stagedMaxLandings:
 		return fmt.Errorf("a staged hello when %d landing rings (of %d MiB each) exist already: %w", count, stagedRingSlots*stagedChunkBytes>>20, errs.ErrRemote)
 	}
-	peer, err := n.peer(string(h.address))
+	p, err := n.peer(string(h.address))
 	if err != nil {
 		return fmt.Errorf("a staged hello's address: %w: %w", errs.ErrRemote, err)
 	}
@@ -380,7 +380,7 @@ func (n *fabricNet) openLanding(id, addrLen uint64, payload []byte) error {
 	if err != nil {
 		return fmt.Errorf("landing ring for a staged link: %w", err)
 	}
-	l := &landing{ring: ring, tell: func(freed uint64) error { return n.ep.WriteValue(peer, h.control, controlFreed, freed) }}
+	l := &landing{ring: ring, tell: func(freed uint64) error { return n.ep.WriteValue(p.peer, h.control, controlFreed, freed) }}
 	n.mu.Lock()
 	if n.landings == nil {
 		n.landings = map[uint64]*landing{}
@@ -389,7 +389,7 @@ func (n *fabricNet) openLanding(id, addrLen uint64, payload []byte) error {
 	n.mu.Unlock()
 	at := ring.region.Remote()
 	for _, w := range []struct{ off, value uint64 }{{controlRingAddr, at.Addr}, {controlRingKey, at.Key}, {controlRingReady, h.id}} {
-		if err := n.ep.WriteValue(peer, h.control, w.off, w.value); err != nil {
+		if err := n.ep.WriteValue(p.peer, h.control, w.off, w.value); err != nil {
 			return fmt.Errorf("answer a staged hello: %w", err)
 		}
 	}
@@ -455,11 +455,11 @@ func (n *fabricNet) connectStaged(remote Endpoint, g *contextGPU) (link, error) 
 	if err := n.enableStaged(g); err != nil {
 		return nil, err
 	}
-	peer, err := n.peer(remote.address)
+	p, err := n.peer(remote.address)
 	if err != nil {
 		return nil, err
 	}
-	return &stagedLink{net: n, peer: peer}, nil
+	return &stagedLink{net: n, peer: p.peer}, nil
 }
 
 func putStagedHeader(buf []byte, op uint32, key, off, arg uint64) {

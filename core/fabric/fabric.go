@@ -346,24 +346,39 @@ const writeChunkBytes = 256 << 10
 // of at most writeChunkBytes (shm: of what the provider takes). It returns once the writes are
 // posted; Flush waits for them. Writes of one endpoint land in the order they were posted.
 func (e *Endpoint) Write(peer Peer, src *Region, srcOff uint64, dst Remote, dstOff, n uint64) error {
+	if err := checkWrite(src, srcOff, dst, dstOff, n); err != nil || n == 0 {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	srcOff, dstOff, n, err := e.postLeading(peer, src, srcOff, dst, dstOff, n)
+	if err != nil {
+		return err
+	}
+	return e.post(peer, src, srcOff, dst, dstOff, n)
+}
+
+// checkWrite refuses a write of n bytes from src at srcOff to dst at dstOff outside either region.
+func checkWrite(src *Region, srcOff uint64, dst Remote, dstOff, n uint64) error {
 	switch {
 	case srcOff > src.Size || n > src.Size-srcOff:
 		return fmt.Errorf("write %d bytes from offset %d of a %d-byte region: %w", n, srcOff, src.Size, errs.ErrInvalidArgument)
 	case dstOff > dst.Size || n > dst.Size-dstOff:
 		return fmt.Errorf("write %d bytes to offset %d of the peer's %d-byte region: %w", n, dstOff, dst.Size, errs.ErrInvalidArgument)
-	case n == 0:
-		return nil
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for done := uint64(0); done < n; {
-		chunk := min(n-done, e.maxWrite)
-		if err := e.post(peer, src, srcOff+done, dst, dstOff+done, chunk); err != nil {
-			return err
-		}
-		done += chunk
 	}
 	return nil
+}
+
+// postLeading posts all but the last post of a write of n bytes (posts of at most e.maxWrite) and
+// returns where the last one starts and its length. e.mu is held.
+func (e *Endpoint) postLeading(peer Peer, src *Region, srcOff uint64, dst Remote, dstOff, n uint64) (uint64, uint64, uint64, error) {
+	for n > e.maxWrite {
+		if err := e.post(peer, src, srcOff, dst, dstOff, e.maxWrite); err != nil {
+			return 0, 0, 0, err
+		}
+		srcOff, dstOff, n = srcOff+e.maxWrite, dstOff+e.maxWrite, n-e.maxWrite
+	}
+	return srcOff, dstOff, n, nil
 }
 
 // WriteValue posts, after every write posted before it, an 8-byte write of value to the peer's
@@ -437,29 +452,22 @@ func (e *Endpoint) WriteData(peer Peer, src *Region, srcOff uint64, dst Remote, 
 	if src == nil && n == 0 {
 		src, srcOff = e.values, 0
 	}
-	switch {
-	case src == nil:
+	if src == nil {
 		return fmt.Errorf("write %d bytes from no region: %w", n, errs.ErrInvalidArgument)
-	case srcOff > src.Size || n > src.Size-srcOff:
-		return fmt.Errorf("write %d bytes from offset %d of a %d-byte region: %w", n, srcOff, src.Size, errs.ErrInvalidArgument)
-	case dstOff > dst.Size || n > dst.Size-dstOff:
-		return fmt.Errorf("write %d bytes to offset %d of the peer's %d-byte region: %w", n, dstOff, dst.Size, errs.ErrInvalidArgument)
+	}
+	if err := checkWrite(src, srcOff, dst, dstOff, n); err != nil {
+		return err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.remoteData {
 		return fmt.Errorf("write with remote data on %v: %w", e, ErrUnavailable)
 	}
-	for n > e.maxWrite {
-		if err := e.post(peer, src, srcOff, dst, dstOff, e.maxWrite); err != nil {
-			return err
-		}
-		srcOff, dstOff, n = srcOff+e.maxWrite, dstOff+e.maxWrite, n-e.maxWrite
+	srcOff, dstOff, n, err := e.postLeading(peer, src, srcOff, dst, dstOff, n)
+	if err != nil {
+		return err
 	}
-	raddr := dstOff
-	if e.virtAddr {
-		raddr = dst.Addr + dstOff
-	}
+	raddr := e.remoteAddr(dst, dstOff)
 	if err := e.retry("fi_writedata", func() string { return fmt.Sprintf("a write of %d bytes with data to peer %d", n, peer) }, func() C.ssize_t {
 		return C.mscclpp_fab_writedata(e.c, C.uint64_t(src.Addr+srcOff), C.size_t(n), src.mr, C.uint64_t(peer),
 			C.uint64_t(raddr), C.uint64_t(dst.Key), C.uint64_t(data), 0)
@@ -470,6 +478,15 @@ func (e *Endpoint) WriteData(peer Peer, src *Region, srcOff uint64, dst Remote, 
 	return nil
 }
 
+// remoteAddr is what a write to off in dst names at the peer: the virtual address where the
+// provider wants one (FI_MR_VIRT_ADDR), else the offset.
+func (e *Endpoint) remoteAddr(dst Remote, off uint64) uint64 {
+	if e.virtAddr {
+		return dst.Addr + off
+	}
+	return off
+}
+
 // post posts one write of data. e.mu is held.
 func (e *Endpoint) post(peer Peer, src *Region, srcOff uint64, dst Remote, dstOff, n uint64) error {
 	return e.postWith(peer, src, srcOff, dst, dstOff, n, 0)
@@ -477,10 +494,7 @@ func (e *Endpoint) post(peer Peer, src *Region, srcOff uint64, dst Remote, dstOf
 
 // postWith posts one write whose completion carries ctx. e.mu is held.
 func (e *Endpoint) postWith(peer Peer, src *Region, srcOff uint64, dst Remote, dstOff, n, ctx uint64) error {
-	raddr := dstOff
-	if e.virtAddr {
-		raddr = dst.Addr + dstOff
-	}
+	raddr := e.remoteAddr(dst, dstOff)
 	if err := e.retry("fi_write", func() string { return fmt.Sprintf("a write of %d bytes to peer %d", n, peer) }, func() C.ssize_t {
 		return C.mscclpp_fab_write(e.c, C.uint64_t(src.Addr+srcOff), C.size_t(n), src.mr, C.uint64_t(peer),
 			C.uint64_t(raddr), C.uint64_t(dst.Key), C.uint64_t(ctx))
