@@ -124,6 +124,8 @@ func TestKernelConstantsMatch(t *testing.T) {
 		{"kMaxP2PPeers", maxP2PPeers},
 		{"kP2PLanes", p2pLanes},
 		{"kP2PChunkBytes", p2pChunkBytes},
+		{"kP2PLaneBytes", p2pLaneBytes},
+		{"kP2PSmallLanes", p2pSmallLanes},
 		{"kP2PLaneMinBytes", p2pLaneMinBytes},
 		{"kP2PThreads", p2pThreads},
 		{"kP2PStreamBytes", p2pStreamBytes},

@@ -31,9 +31,12 @@ import (
 const (
 	// maxP2PPeers is the most peers (this rank included) one launch serves: coll::kMaxP2PPeers.
 	maxP2PPeers = 16
-	// p2pLanes, p2pChunkBytes, p2pLaneMinBytes: coll::kP2PLanes, kP2PChunkBytes, kP2PLaneMinBytes.
-	p2pLanes        = 8
+	// p2pLanes, p2pChunkBytes, p2pLaneBytes, p2pSmallLanes, p2pLaneMinBytes: coll::kP2PLanes,
+	// kP2PChunkBytes, kP2PLaneBytes, kP2PSmallLanes, kP2PLaneMinBytes (laneCount).
+	p2pLanes        = 16
 	p2pChunkBytes   = 256 << 10
+	p2pLaneBytes    = 128 << 10
+	p2pSmallLanes   = 4
 	p2pLaneMinBytes = 64 << 10
 	// p2pThreads is coll::kP2PThreads.
 	p2pThreads = 1024
@@ -90,9 +93,14 @@ func (a *p2pArgs) bytes() []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(a)), unsafe.Sizeof(*a))
 }
 
-// laneCount is coll::p2pLanes: the lanes of a transfer of `bytes` bytes (0 for none).
+// laneCount is coll::p2pLanes: the lanes of a transfer of `bytes` bytes (0 for none): one per
+// p2pLaneBytes up to p2pLanes, but up to p2pSmallLanes of at least p2pLaneMinBytes.
 func laneCount(bytes uint64) int {
-	return int(min(p2pLanes, (bytes+p2pLaneMinBytes-1)/p2pLaneMinBytes))
+	n := (bytes + p2pLaneBytes - 1) / p2pLaneBytes
+	if n < p2pSmallLanes {
+		n = min(p2pSmallLanes, (bytes+p2pLaneMinBytes-1)/p2pLaneMinBytes)
+	}
+	return int(min(p2pLanes, n))
 }
 
 // p2pScratchBytes is the size of a rank's p2p scratch: a stream region per rank (its own unused,

@@ -60,14 +60,14 @@ func TestLaneCount(t *testing.T) {
 		bytes uint64
 		lanes int
 	}{
-		{0, 0}, {1, 1}, {p2pLaneMinBytes, 1}, {p2pLaneMinBytes + 1, 2}, {3 * p2pLaneMinBytes, 3},
-		{8 * p2pLaneMinBytes, 8}, {8*p2pLaneMinBytes + 1, 8}, {1 << 30, 8},
+		{0, 0}, {1, 1}, {64 << 10, 1}, {64<<10 + 1, 2}, {192 << 10, 3}, {256 << 10, 4}, {256<<10 + 1, 4},
+		{512 << 10, 4}, {512<<10 + 1, 5}, {1 << 20, 8}, {2 << 20, 16}, {2<<20 + 1, 16}, {1 << 30, 16},
 	} {
 		assert.Equal(t, tt.lanes, laneCount(tt.bytes), "%d bytes", tt.bytes)
 	}
-	assert.Equal(t, uint64(4<<20), p2pScratchBytes(1))
-	assert.Equal(t, uint64(8<<20), p2pScratchBytes(2))
-	assert.Equal(t, uint64(p2pStreamBytes), uint64(4<<20))
+	assert.Equal(t, uint64(8<<20), p2pScratchBytes(1))
+	assert.Equal(t, uint64(16<<20), p2pScratchBytes(2))
+	assert.Equal(t, uint64(p2pStreamBytes), uint64(8<<20))
 }
 
 // TestPlanSendRecvRefusals: what SendRecv refuses before it queues anything (rank 1 of 4).
@@ -140,7 +140,7 @@ func TestPlanSendRecv(t *testing.T) {
 			{Peer: 3, Send: true, Buf: p + 8<<20, Count: 1 << 20, Type: Float32},
 		}, []int{3}, []p2pEntry{
 			{Peer: 3, Send: uintptr(p + 8<<20), Recv: uintptr(p), SendBytes: 4 << 20, RecvBytes: 4 << 20},
-		}, 16},
+		}, 2 * p2pLanes},
 		{"self copy, in place allowed", []P2POp{
 			{Peer: 1, Send: true, Buf: p, Count: 3, Type: Float64},
 			{Peer: 1, Buf: p, Count: 3, Type: Float64},

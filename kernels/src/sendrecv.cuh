@@ -20,10 +20,14 @@ namespace coll {
 
 // The most peers (this rank included) one launch serves; must equal collectives.maxP2PPeers.
 constexpr uint32_t kMaxP2PPeers = 16;
-// Lanes per stream, the bytes of one chunk slot, and the fewest bytes a lane gets before a
-// transfer takes another; must equal collectives.p2pLanes, p2pChunkBytes and p2pLaneMinBytes.
-constexpr uint32_t kP2PLanes = 8;
+// Lanes per stream and the bytes of one chunk slot. A transfer takes a lane per kP2PLaneBytes, up
+// to kP2PLanes, but a small one spreads over up to kP2PSmallLanes lanes of at least
+// kP2PLaneMinBytes (see p2pLanes). Must equal collectives.p2pLanes, p2pChunkBytes, p2pLaneBytes,
+// p2pSmallLanes and p2pLaneMinBytes.
+constexpr uint32_t kP2PLanes = 16;
 constexpr uint64_t kP2PChunkBytes = 256 << 10;
+constexpr uint64_t kP2PLaneBytes = 128 << 10;
+constexpr uint32_t kP2PSmallLanes = 4;
 constexpr uint64_t kP2PLaneMinBytes = 64 << 10;
 // Block size; must equal collectives.p2pThreads.
 constexpr uint32_t kP2PThreads = 1024;
@@ -64,9 +68,13 @@ static_assert(sizeof(P2PArgs) == 56 + 40 * kMaxP2PPeers && offsetof(P2PArgs, ent
 
 enum P2PDir : uint32_t { kP2PSend = 0, kP2PRecv = 1 };
 
-// The lanes a transfer of `bytes` bytes uses (0 for none); sender and receiver agree.
+// The lanes a transfer of `bytes` bytes uses (0 for none); sender and receiver agree. A lane per
+// kP2PLaneBytes keeps the blocks of AlltoAll's many streams few; a small transfer's lanes of
+// kP2PLaneMinBytes move it in fewer rounds of chunks (measured on 4 x H200, PERFORMANCE.md).
 __device__ __forceinline__ uint32_t p2pLanes(uint64_t bytes) {
-  const uint64_t n = ceilDiv(bytes, kP2PLaneMinBytes);
+  const uint64_t small = ceilDiv(bytes, kP2PLaneMinBytes);
+  uint64_t n = ceilDiv(bytes, kP2PLaneBytes);
+  if (n < kP2PSmallLanes) n = small < kP2PSmallLanes ? small : kP2PSmallLanes;
   return n < kP2PLanes ? uint32_t(n) : kP2PLanes;
 }
 // Where lane `lane` of a transfer of `bytes` bytes starts, and its bytes (16-byte aligned parts).
