@@ -297,6 +297,7 @@ tools: $(KERNEL_IMAGES) ## build the command-line tools (cmd/*) into build/bin
 gpu-bundle: all tools ## build everything `make gpu-test` needs into build/ (needs Go, and nvcc unless SASS=0)
 	$(GO) build $(GO_TAGS) -ldflags="-s -w" -o $(BUILD)/bin/example-collectives ./examples/go/collectives
 	$(GO) build -ldflags="-s -w" -o $(BUILD)/bin/fabric_pingpong ./bench/fabric_pingpong
+	$(CC) -std=c11 -O2 -Wall -o $(BUILD)/bin/fabric_rma_pingpong bench/fabric_rma_pingpong/main.c -lfabric
 	@mkdir -p $(BUILD)/gotest
 	@for pkg in $(GPU_GO_TESTS); do \
 		if [ -d $$pkg ]; then \

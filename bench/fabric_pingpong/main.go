@@ -27,6 +27,7 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
@@ -114,7 +115,11 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	fmt.Printf("%10s %8s | %12s %10s | %12s %10s | %8s", "bytes", "iters", "mscclpp us", "MB/s", "fi_pp us", "MB/s", "ours/fi")
+	rma := rmaPingpongPath()
+	if rma == "" && !*noFI {
+		fmt.Println("# fabric_rma_pingpong is not built next to this program (make tools): the rma_pp column stays empty")
+	}
+	fmt.Printf("%10s %8s | %12s %10s | %12s %10s | %8s | %10s %8s", "bytes", "iters", "mscclpp us", "MB/s", "fi_pp us", "MB/s", "ours/fi", "rma_pp us", "ours/rma")
 	if *onGPU {
 		fmt.Printf(" | %12s %10s | %8s", "gpu us", "MB/s", "gpu/host")
 	}
@@ -129,7 +134,13 @@ func main() {
 		if fiMB > 0 {
 			ratio = fmt.Sprintf("%.2f", o.us/fiUS)
 		}
-		fmt.Printf("%10d %8d | %12.2f %10.1f | %12.2f %10.1f | %8s", s, o.iters, o.us, float64(s)/o.us, fiUS, fiMB, ratio)
+		rmaUS, rmaRatio := -1.0, "-"
+		if !*noFI && rma != "" {
+			if rmaUS = rmaPingpong(rma, s, o.iters); rmaUS > 0 {
+				rmaRatio = fmt.Sprintf("%.2f", o.us/rmaUS)
+			}
+		}
+		fmt.Printf("%10d %8d | %12.2f %10.1f | %12.2f %10.1f | %8s | %10.2f %8s", s, o.iters, o.us, float64(s)/o.us, fiUS, fiMB, ratio, rmaUS, rmaRatio)
 		if g, ok := staged[s]; ok {
 			fmt.Printf(" | %12.2f %10.1f | %8.2f", g.us, float64(s)/g.us, g.us/o.us)
 		}
@@ -434,4 +445,38 @@ func fiPingpong(size, n int) (us, mbs float64) {
 		}
 	}
 	return -1, -1
+}
+
+// rmaPingpongPath is the path of fabric_rma_pingpong (bench/fabric_rma_pingpong, C) next to this
+// program, or "" when it is not there.
+func rmaPingpongPath() string {
+	self, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	p := filepath.Join(filepath.Dir(self), "fabric_rma_pingpong")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// rmaPingpong runs fabric_rma_pingpong on the provider for one size and returns its one-way us (-1
+// when it cannot run): the provider's own time for what the library does, a write with remote CQ
+// data each way, with no Go in the path.
+func rmaPingpong(path string, size, n int) float64 {
+	out, err := exec.Command(path, "-p", *provider, "-S", strconv.Itoa(size), "-I", strconv.Itoa(n)).Output()
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == strconv.Itoa(size) {
+			us, err := strconv.ParseFloat(f[2], 64)
+			if err == nil {
+				return us
+			}
+		}
+	}
+	return -1
 }
