@@ -141,8 +141,16 @@ gotest: $(KERNEL_IMAGES)
 # The libfabric transport with 32 ranks in 32 processes, each its own host, over tcp on loopback:
 # run alone (not beside the other packages' tests) and without the race detector, whose 32
 # instrumented processes would crowd a small machine (gotest runs the same test with 8).
-fabric-test:
+fabric-test: $(BUILD)/bin/fabric_rma_pingpong
 	MSCCLPP_TEST_FABRIC_RANKS=32 $(GO) test -count=1 -run '^TestFabricRanksAsHosts$$' ./core
+	@# The C baseline of bench/fabric_pingpong runs on both providers (it exits non-zero on any error).
+	timeout 60 $(BUILD)/bin/fabric_rma_pingpong -p shm -S 8,65536 -I 100
+	timeout 60 $(BUILD)/bin/fabric_rma_pingpong -p tcp -d lo -S 8,65536 -I 100
+
+# The provider's own write-with-data ping-pong, bench/fabric_pingpong's second baseline (C, no Go).
+$(BUILD)/bin/fabric_rma_pingpong: bench/fabric_rma_pingpong/main.c
+	@mkdir -p $(BUILD)/bin
+	$(CC) -std=c11 -O2 -Wall -o $@ $< -lfabric
 
 # A count of executions, not a duration: with a duration Go 1.26's fuzz coordinator can fail a
 # target with a bare "context deadline exceeded" as the time runs out (golang/go#75804, fixed in
@@ -294,10 +302,9 @@ tools: $(KERNEL_IMAGES) ## build the command-line tools (cmd/*) into build/bin
 	@mkdir -p $(BUILD)/bin
 	@for t in $(TOOLS); do echo "go build ./$$t"; $(GO) build $(GO_TAGS) -ldflags="-s -w" -o $(BUILD)/bin/$$(basename $$t) ./$$t || exit 1; done
 
-gpu-bundle: all tools ## build everything `make gpu-test` needs into build/ (needs Go, and nvcc unless SASS=0)
+gpu-bundle: all tools $(BUILD)/bin/fabric_rma_pingpong ## build everything `make gpu-test` needs into build/ (needs Go, and nvcc unless SASS=0)
 	$(GO) build $(GO_TAGS) -ldflags="-s -w" -o $(BUILD)/bin/example-collectives ./examples/go/collectives
 	$(GO) build -ldflags="-s -w" -o $(BUILD)/bin/fabric_pingpong ./bench/fabric_pingpong
-	$(CC) -std=c11 -O2 -Wall -o $(BUILD)/bin/fabric_rma_pingpong bench/fabric_rma_pingpong/main.c -lfabric
 	@mkdir -p $(BUILD)/gotest
 	@for pkg in $(GPU_GO_TESTS); do \
 		if [ -d $$pkg ]; then \

@@ -4,7 +4,7 @@
 // (fi_writedata), each side polling its completion queue for the peer's data. No Go, no library:
 // what it measures beside fi_pingpong (send/receive) is the price of RMA with CQ data itself.
 //
-//   fabric_rma_pingpong [-p provider] [-S size,size,...] [-I iterations] [-j]
+//   fabric_rma_pingpong [-p provider] [-d domain] [-S size,size,...] [-I iterations] [-j]
 //
 // -j injects writes of at most the provider's inject size (fi_inject_writedata: no local
 // completion). Prints, per size: bytes, iterations, one-way us.
@@ -54,7 +54,7 @@ struct card {
 	uint64_t buf, key;
 };
 
-static void open_side(struct side *s, const char *prov, size_t max)
+static void open_side(struct side *s, const char *prov, const char *domain, size_t max)
 {
 	struct fi_info *h = fi_allocinfo();
 	h->ep_attr->type = FI_EP_RDM;
@@ -64,6 +64,8 @@ static void open_side(struct side *s, const char *prov, size_t max)
 	h->domain_attr->threading = FI_THREAD_SAFE;
 	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
 	h->fabric_attr->prov_name = strdup(prov);
+	if (domain != NULL)
+		h->domain_attr->name = strdup(domain);
 	CHECK(fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, h, &s->info));
 	fi_freeinfo(h);
 	if (s->info->domain_attr->cq_data_size < 8) {
@@ -136,17 +138,18 @@ static double now_us(void)
 
 int main(int argc, char **argv)
 {
-	const char *prov = "tcp";
+	const char *prov = "tcp", *domain = NULL;
 	char sizes_arg[256] = "8,1024,65536";
 	long iters = 0;
 	int inject = 0, opt;
-	while ((opt = getopt(argc, argv, "p:S:I:j")) != -1) {
+	while ((opt = getopt(argc, argv, "p:d:S:I:j")) != -1) {
 		switch (opt) {
 		case 'p': prov = optarg; break;
+		case 'd': domain = optarg; break;
 		case 'S': snprintf(sizes_arg, sizeof sizes_arg, "%s", optarg); break;
 		case 'I': iters = atol(optarg); break;
 		case 'j': inject = 1; break;
-		default: fprintf(stderr, "usage: %s [-p provider] [-S sizes] [-I iterations] [-j]\n", argv[0]); return 2;
+		default: fprintf(stderr, "usage: %s [-p provider] [-d domain] [-S sizes] [-I iterations] [-j]\n", argv[0]); return 2;
 		}
 	}
 	size_t sizes[32], nsizes = 0, max = 8;
@@ -164,7 +167,7 @@ int main(int argc, char **argv)
 	int rd = rank == 0 ? up[0] : down[0], wr = rank == 0 ? down[1] : up[1];
 	struct side s;
 	memset(&s, 0, sizeof s);
-	open_side(&s, prov, max);
+	open_side(&s, prov, domain, max);
 	struct card mine = {.addr_len = sizeof mine.addr, .buf = (uint64_t)(uintptr_t)s.buf, .key = fi_mr_key(s.mr)}, theirs;
 	CHECK(fi_getname(&s.ep->fid, mine.addr, &mine.addr_len));
 	if (write(wr, &mine, sizeof mine) != sizeof mine || read(rd, &theirs, sizeof theirs) != sizeof theirs)
