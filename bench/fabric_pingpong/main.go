@@ -21,6 +21,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"flag"
 	"fmt"
@@ -52,6 +53,7 @@ var (
 	split    = flag.Bool("split", false, "ping with Write and then UpdateAndSync (two operations) instead of WriteWithSignal")
 	onGPU    = flag.Bool("gpu", false, "also measure GPU memory (staged through host buffers)")
 	list     = flag.Bool("list", false, "list the providers that offer what the transport needs, and exit")
+	raw      = flag.Bool("raw", false, "ping-pong on core/fabric's Endpoint alone (WriteData and Progress: no core.Context, no progress goroutine, no messages) instead of core.Connection")
 	cpuProf  = flag.String("cpuprofile", "", "write each rank's CPU profile (go tool pprof) to this path plus .rank0 / .rank1")
 )
 
@@ -308,9 +310,9 @@ func gpuMemory(cctx *core.Context, transport core.Transport, dev, maxSize int) (
 }
 
 func runRank(rank int, sizes []int, gpu bool) error {
-	raw, _ := hex.DecodeString(os.Getenv("FABRIC_PINGPONG_ROOT"))
+	rootID, _ := hex.DecodeString(os.Getenv("FABRIC_PINGPONG_ROOT"))
 	var id bootstrap.UniqueID
-	copy(id[:], raw)
+	copy(id[:], rootID)
 	ctx := context.Background()
 	b, err := bootstrap.Join(ctx, id, rank, 2, bootstrap.Options{})
 	if err != nil {
@@ -328,6 +330,9 @@ func runRank(rank int, sizes []int, gpu bool) error {
 	maxSize := 0
 	for _, s := range sizes {
 		maxSize = max(maxSize, s)
+	}
+	if *raw {
+		return runRaw(ctx, b, rank, sizes, maxSize)
 	}
 	device := core.Device{Type: core.DeviceCPU}
 	var mem memory
@@ -479,4 +484,98 @@ func rmaPingpong(path string, size, n int) float64 {
 		}
 	}
 	return -1
+}
+
+// runRaw is runRank's ping-pong on core/fabric's Endpoint alone: each ping one WriteData whose
+// remote CQ data is the sequence number, each wait a loop of Progress until the data handler has
+// seen it. Between this and core.Connection's ping-pong lies what the core layers add; between
+// this and fabric_rma_pingpong, what Go and cgo add.
+func runRaw(ctx context.Context, b *bootstrap.TCP, rank int, sizes []int, maxSize int) error {
+	domain := ""
+	if *provider == "tcp" {
+		domain = "lo"
+	}
+	ep, err := fabric.Open(*provider, domain)
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	buf, err := syscall.Mmap(-1, 0, 2*maxSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return err
+	}
+	defer syscall.Munmap(buf)
+	region, err := ep.Register(uint64(uintptr(unsafe.Pointer(&buf[0]))), uint64(len(buf)))
+	if err != nil {
+		return err
+	}
+	defer region.Deregister()
+	addr, err := ep.Address()
+	if err != nil {
+		return err
+	}
+	r := region.Remote()
+	card := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, r.Addr), r.Size), r.Key)
+	card = append(card, addr...)
+	peer := 1 - rank
+	if err := b.Send(ctx, peer, 7, card); err != nil {
+		return err
+	}
+	theirs, err := b.Recv(ctx, peer, 7)
+	if err != nil || len(theirs) < 24 {
+		return fmt.Errorf("peer's card: %d bytes: %w", len(theirs), err)
+	}
+	remote := fabric.Remote{Addr: binary.LittleEndian.Uint64(theirs), Size: binary.LittleEndian.Uint64(theirs[8:]), Key: binary.LittleEndian.Uint64(theirs[16:])}
+	to, err := ep.AddPeer(theirs[24:])
+	if err != nil {
+		return err
+	}
+	var got atomic.Uint64
+	if err := ep.SetDataHandler(func(d uint64) { got.Store(d) }); err != nil {
+		return err
+	}
+	seq := uint64(0)
+	wait := func() error {
+		for got.Load() != seq {
+			if err := ep.Progress(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, size := range sizes {
+		n := itersFor(size)
+		if err := b.Barrier(ctx); err != nil {
+			return err
+		}
+		var start time.Time
+		for i := -10; i < n; i++ {
+			if i == 0 {
+				start = time.Now()
+			}
+			seq++
+			if rank == 0 {
+				if err := ep.WriteData(to, region, 0, remote, uint64(maxSize), uint64(size), seq); err != nil {
+					return err
+				}
+				if err := wait(); err != nil {
+					return err
+				}
+			} else {
+				if err := wait(); err != nil {
+					return err
+				}
+				if err := ep.WriteData(to, region, 0, remote, uint64(maxSize), uint64(size), seq); err != nil {
+					return err
+				}
+			}
+		}
+		if rank == 0 {
+			fmt.Println(size, n, float64(time.Since(start).Microseconds())/float64(2*n))
+		}
+		if err := ep.Flush(ctx); err != nil {
+			return err
+		}
+	}
+	return b.Barrier(ctx)
 }
