@@ -175,14 +175,17 @@ func openFabric(t Transport, domain string, copier stagingCopier) (*fabricNet, e
 	return n, nil
 }
 
-// Progress pacing: the goroutine polls again at once while things move (a write posted or a
-// message delivered within progressSpin) and no caller polls (poll, within progressCallerPoll);
-// every progressNap while the endpoint is in use (a write pending, or one posted within
-// progressWarm); and every progressIdleNap once it has been idle longer, so that a process with
-// many idle endpoints costs little CPU. A rank that waits for a peer's host-memory data calls
+// Progress pacing: while a caller polls (poll, within progressCallerPoll) the goroutine leaves
+// the endpoint to it and only looks again every progressNap; otherwise it polls again at once
+// while things move (a write posted or a message delivered within progressSpin), every
+// progressNap while the endpoint is in use (a write pending, or one posted within progressWarm),
+// and every progressIdleNap once it has been idle longer, so that a process with many idle
+// endpoints costs little CPU. A rank that waits for a peer's host-memory data calls
 // Context.Progress itself, and Flush polls, so neither waits on the goroutine, and the goroutine
 // stays out of their way: on the H200 host, spinning beside a polling caller doubled the 8-byte
-// ping-pong's time. Staged messages into GPU memory, whose waiter is a kernel, are moved by the
+// ping-pong's time, and on the development VM even its polls every progressNap beside a polling
+// caller took tcp 8 B from 5.9-6.8 us to 7.7-9.2 (session 24; why one poll from another thread
+// costs that much is not profiled). Staged messages into GPU memory, whose waiter is a kernel, are moved by the
 // goroutine alone; a nap between two messages costs each message a nap (a large message takes
 // several round trips of the provider, and a nap of 20 us lasts about 0.5 ms on those hosts), so
 // it spins for 5 ms after the last movement. On the 2 x H200 host (tcp, fabric_pingpong), against
@@ -223,6 +226,10 @@ func (n *fabricNet) progress() {
 			return
 		case <-timer.C:
 		}
+		if time.Since(n.start)-time.Duration(n.polled.Load()) < progressCallerPoll {
+			timer.Reset(progressNap) // a caller polls: the endpoint moves without this goroutine
+			continue
+		}
 		if err := n.ep.Progress(); err != nil && !errors.Is(err, errs.ErrRemote) { // a refused message is logged where refused
 			n.log.Warn("libfabric progress stopped", "transport", n.transport, "err", err)
 			return
@@ -232,9 +239,8 @@ func (n *fabricNet) progress() {
 			moved = p != lastPosted || d != lastDelivered
 			lastPosted, lastDelivered, lastBusy = p, d, time.Now()
 		}
-		callerPolls := time.Since(n.start)-time.Duration(n.polled.Load()) < progressCallerPoll
 		switch idle := time.Since(lastBusy); {
-		case (moved || idle < progressSpin) && !callerPolls:
+		case moved || idle < progressSpin:
 			timer.Reset(0)
 		case idle < progressWarm:
 			timer.Reset(progressNap)
