@@ -361,9 +361,7 @@ func runRank(rank int, sizes []int, gpu bool) error {
 	if err != nil {
 		return err
 	}
-	seq := uint64(0)
-	send := func(size int) error {
-		seq++
+	send := func(size int, seq uint64) error {
 		if !*split {
 			return conn.WriteWithSignal(remote, 0, srcMem, 0, uint64(size), remote, uint64(maxSize), seq)
 		}
@@ -372,7 +370,7 @@ func runRank(rank int, sizes []int, gpu bool) error {
 		}
 		return conn.UpdateAndSync(remote, uint64(maxSize), seq)
 	}
-	wait := func() error {
+	wait := func(seq uint64) error {
 		for {
 			v, err := mem.readSignal()
 			if err != nil || v == seq {
@@ -383,39 +381,46 @@ func runRank(rank int, sizes []int, gpu bool) error {
 			}
 		}
 	}
+	return pingPong(ctx, b, rank, sizes, send, wait, conn.Flush)
+}
+
+// pingPong times the ping-pong for each size, after 10 warm-up round trips: round k, rank 0 sends
+// (its ping carrying k) and waits for k back; rank 1 waits for k, then sends it back. Rank 0
+// prints each size's one-way time. flush runs after each size.
+func pingPong(ctx context.Context, b *bootstrap.TCP, rank int, sizes []int, send func(size int, seq uint64) error,
+	wait func(seq uint64) error, flush func(context.Context) error) error {
+	seq := uint64(0)
 	for _, size := range sizes {
 		n := itersFor(size)
 		if err := b.Barrier(ctx); err != nil {
 			return err
 		}
 		var start time.Time
-		for i := -10; i < n; i++ { // 10 warm-up round trips
+		for i := -10; i < n; i++ {
 			if i == 0 {
 				start = time.Now()
 			}
+			seq++
 			if rank == 0 {
-				if err := send(size); err != nil {
+				if err := send(size, seq); err != nil {
 					return err
 				}
-				if err := wait(); err != nil {
+				if err := wait(seq); err != nil {
 					return err
 				}
 			} else {
-				seq++
-				if err := wait(); err != nil {
+				if err := wait(seq); err != nil {
 					return err
 				}
-				seq--
-				if err := send(size); err != nil {
+				if err := send(size, seq); err != nil {
 					return err
 				}
 			}
 		}
 		if rank == 0 {
-			us := float64(time.Since(start).Microseconds()) / float64(2*n)
-			fmt.Println(size, n, us)
+			fmt.Println(size, n, float64(time.Since(start).Microseconds())/float64(2*n))
 		}
-		if err := conn.Flush(ctx); err != nil {
+		if err := flush(ctx); err != nil {
 			return err
 		}
 	}
@@ -541,8 +546,10 @@ func runRaw(ctx context.Context, b *bootstrap.TCP, rank int, sizes []int, maxSiz
 	if err := ep.SetDataHandler(func(d uint64) { got.Store(d) }); err != nil {
 		return err
 	}
-	seq := uint64(0)
-	wait := func() error {
+	send := func(size int, seq uint64) error {
+		return ep.WriteData(to, region, 0, remote, uint64(maxSize), uint64(size), seq)
+	}
+	wait := func(seq uint64) error {
 		for got.Load() != seq {
 			if err := ep.Progress(); err != nil {
 				return err
@@ -550,39 +557,5 @@ func runRaw(ctx context.Context, b *bootstrap.TCP, rank int, sizes []int, maxSiz
 		}
 		return nil
 	}
-	for _, size := range sizes {
-		n := itersFor(size)
-		if err := b.Barrier(ctx); err != nil {
-			return err
-		}
-		var start time.Time
-		for i := -10; i < n; i++ {
-			if i == 0 {
-				start = time.Now()
-			}
-			seq++
-			if rank == 0 {
-				if err := ep.WriteData(to, region, 0, remote, uint64(maxSize), uint64(size), seq); err != nil {
-					return err
-				}
-				if err := wait(); err != nil {
-					return err
-				}
-			} else {
-				if err := wait(); err != nil {
-					return err
-				}
-				if err := ep.WriteData(to, region, 0, remote, uint64(maxSize), uint64(size), seq); err != nil {
-					return err
-				}
-			}
-		}
-		if rank == 0 {
-			fmt.Println(size, n, float64(time.Since(start).Microseconds())/float64(2*n))
-		}
-		if err := ep.Flush(ctx); err != nil {
-			return err
-		}
-	}
-	return b.Barrier(ctx)
+	return pingPong(ctx, b, rank, sizes, send, wait, ep.Flush)
 }
