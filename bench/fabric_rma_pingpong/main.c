@@ -112,6 +112,8 @@ static void wait_data(struct side *s, uint64_t want)
 	}
 }
 
+// write_data posts one write of len bytes into the peer's buffer with data as its remote CQ data
+// (injected with -j where it fits), progressing and retrying while the provider says -FI_EAGAIN.
 static void write_data(struct side *s, size_t len, uint64_t data, int inject)
 {
 	for (;;) {
@@ -129,6 +131,7 @@ static void write_data(struct side *s, size_t len, uint64_t data, int inject)
 	}
 }
 
+// now_us is the monotonic clock in microseconds.
 static double now_us(void)
 {
 	struct timespec t;
