@@ -53,7 +53,7 @@ var (
 	split    = flag.Bool("split", false, "ping with Write and then UpdateAndSync (two operations) instead of WriteWithSignal")
 	onGPU    = flag.Bool("gpu", false, "also measure GPU memory (staged through host buffers)")
 	list     = flag.Bool("list", false, "list the providers that offer what the transport needs, and exit")
-	raw      = flag.Bool("raw", false, "ping-pong on core/fabric's Endpoint alone (WriteData and Progress: no core.Context, no progress goroutine, no messages) instead of core.Connection")
+	raw      = flag.Bool("raw", false, "ping-pong on core/fabric's Endpoint alone (WriteData and Progress: no core.Context, no progress goroutine, no messages; host memory only) instead of core.Connection")
 	cpuProf  = flag.String("cpuprofile", "", "write each rank's CPU profile (go tool pprof) to this path plus .rank0 / .rank1")
 )
 
@@ -119,7 +119,7 @@ func main() {
 	}
 	rma := rmaPingpongPath()
 	if rma == "" && !*noFI {
-		fmt.Println("# fabric_rma_pingpong is not built next to this program (make tools): the rma_pp column stays empty")
+		fmt.Println("# fabric_rma_pingpong is not built next to this program (make build/bin/fabric_rma_pingpong, or make gpu-bundle): the rma_pp column stays empty")
 	}
 	fmt.Printf("%10s %8s | %12s %10s | %12s %10s | %8s | %10s %8s", "bytes", "iters", "mscclpp us", "MB/s", "fi_pp us", "MB/s", "ours/fi", "rma_pp us", "ours/rma")
 	if *onGPU {
