@@ -137,7 +137,7 @@ func main() {
 			ratio = fmt.Sprintf("%.2f", o.us/fiUS)
 		}
 		rmaUS, rmaRatio := -1.0, "-"
-		if !*noFI && rma != "" && s <= rmaMaxBytes {
+		if !*noFI && rma != "" {
 			if rmaUS = rmaPingpong(rma, s, o.iters); rmaUS > 0 {
 				rmaRatio = fmt.Sprintf("%.2f", o.us/rmaUS)
 			}
@@ -470,11 +470,6 @@ func rmaPingpongPath() string {
 	}
 	return p
 }
-
-// rmaMaxBytes is the largest size fabric_rma_pingpong runs for: it posts each ping as one write,
-// and on tcp (through rxm) one write of MiBs crawls (development VM: 4 MiB 4.0 ms, 8 MiB 12.4 ms;
-// 16 MiB did not finish in 15 minutes), where the library cuts writes into 256 KiB posts.
-const rmaMaxBytes = 1 << 20
 
 // rmaPingpong runs fabric_rma_pingpong on the provider for one size and returns its one-way us (-1
 // when it cannot run, or takes more than a minute): the provider's own time for what the library

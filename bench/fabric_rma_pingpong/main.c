@@ -45,6 +45,7 @@ struct side {
 	char *buf;
 	fi_addr_t peer;
 	uint64_t raddr, rkey;
+	uint64_t posted, completed; // this side's writes with a local completion, and those completed
 };
 
 // What one side tells the other through the pipe.
@@ -93,23 +94,42 @@ static void open_side(struct side *s, const char *prov, const char *domain, size
 	}
 }
 
-// wait_data polls the completion queue until the peer's write with data `want` arrives; local
-// completions of this side's writes are read on the way.
-static void wait_data(struct side *s, uint64_t want)
+// poll_cq reads the completions there are: it counts this side's completed writes, and returns
+// whether the peer's write with data `want` was among them (want 0: none is waited for).
+static int poll_cq(struct side *s, uint64_t want)
 {
 	struct fi_cq_data_entry e[16];
-	for (;;) {
-		ssize_t n = fi_cq_read(s->cq, e, 16);
-		if (n == -FI_EAGAIN)
-			continue;
-		if (n < 0) {
-			fprintf(stderr, "rank %d: fi_cq_read: %s\n", rank, fi_strerror((int)-n));
-			exit(1);
-		}
-		for (ssize_t i = 0; i < n; i++)
-			if ((e[i].flags & FI_REMOTE_CQ_DATA) && e[i].data == want)
-				return;
+	ssize_t n = fi_cq_read(s->cq, e, 16);
+	if (n == -FI_EAGAIN)
+		return 0;
+	if (n < 0) {
+		fprintf(stderr, "rank %d: fi_cq_read: %s\n", rank, fi_strerror((int)-n));
+		exit(1);
 	}
+	int found = 0;
+	for (ssize_t i = 0; i < n; i++) {
+		if (!(e[i].flags & FI_REMOTE_CQ_DATA))
+			s->completed++;
+		else if (want != 0 && e[i].data == want)
+			found = 1;
+	}
+	return found;
+}
+
+// wait_data polls until the peer's write with data `want` arrives.
+static void wait_data(struct side *s, uint64_t want)
+{
+	while (!poll_cq(s, want))
+		;
+}
+
+// drain polls until every write of this side has completed: on providers with manual progress
+// (rxm) a large write moves only while its sender polls, so a side that stops polling after its
+// last write (to wait on the pipe) would leave the peer waiting for it.
+static void drain(struct side *s)
+{
+	while (s->completed < s->posted)
+		poll_cq(s, 0);
 }
 
 // write_data posts one write of len bytes into the peer's buffer with data as its remote CQ data
@@ -117,17 +137,18 @@ static void wait_data(struct side *s, uint64_t want)
 static void write_data(struct side *s, size_t len, uint64_t data, int inject)
 {
 	for (;;) {
-		ssize_t r = inject && len <= s->info->tx_attr->inject_size
-				    ? fi_inject_writedata(s->ep, s->buf, len, data, s->peer, s->raddr, s->rkey)
-				    : fi_writedata(s->ep, s->buf, len, fi_mr_desc(s->mr), data, s->peer, s->raddr, s->rkey, NULL);
-		if (r == 0)
+		const int injected = inject && len <= s->info->tx_attr->inject_size;
+		ssize_t r = injected ? fi_inject_writedata(s->ep, s->buf, len, data, s->peer, s->raddr, s->rkey)
+				     : fi_writedata(s->ep, s->buf, len, fi_mr_desc(s->mr), data, s->peer, s->raddr, s->rkey, NULL);
+		if (r == 0) {
+			s->posted += !injected;
 			return;
+		}
 		if (r != -FI_EAGAIN) {
 			fprintf(stderr, "rank %d: fi_writedata: %s\n", rank, fi_strerror((int)-r));
 			exit(1);
 		}
-		struct fi_cq_data_entry e;
-		(void)fi_cq_read(s->cq, &e, 0); // progress
+		poll_cq(s, 0); // progress; no peer data can come while this side owes its write
 	}
 }
 
@@ -206,6 +227,7 @@ int main(int argc, char **argv)
 		if (rank == 0)
 			printf("%10zu %8ld %10.2f\n", len, n, (now_us() - start) / (2.0 * n));
 		fflush(stdout);
+		drain(&s);
 	}
 	// Both sides are done before either closes: the peer's last write is read.
 	char c = 0;
