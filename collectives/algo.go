@@ -6,7 +6,8 @@ import (
 	"github.com/mscclpp-go/mscclpp/internal/config"
 )
 
-// Algorithm names, as MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO spell them.
+// Algorithm names, as MSCCLPP_ALLREDUCE_ALGO, MSCCLPP_ALLGATHER_ALGO and MSCCLPP_BROADCAST_ALGO
+// spell them.
 const (
 	AlgoAuto    = "auto"
 	AlgoPacket  = "packet"  // one-shot LL packets (every collective)
@@ -21,6 +22,7 @@ const (
 	// ReduceScatter: rsag's reduce-scatter rounds).
 	AlgoPut    = "put"
 	AlgoSAG    = "sag"    // scatter from the root, then all-gather among the others, in rounds (Broadcast)
+	AlgoRing   = "ring"   // a chain from the root, each rank storing to the next, in rounds (Broadcast)
 	AlgoDirect = "direct" // zero-copy, straight between registered user buffers (AllReduce and AllGather)
 	// AlgoPort is zero-copy through port channels: the copy engines move all the data between
 	// the ranks (AllGather: between the registered receive buffers; AllReduce: the inputs into
@@ -312,7 +314,7 @@ func broadcastKernel(algo string) string { return "mscclpp_broadcast_" + algo }
 func kernelNames() []string {
 	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoLL128), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect),
 		allGatherKernel(AlgoPort), broadcastKernel(AlgoPacket), broadcastKernel(AlgoPut),
-		broadcastKernel(AlgoSAG)}
+		broadcastKernel(AlgoSAG), broadcastKernel(AlgoRing)}
 	seen := map[string]bool{}
 	add := func(name string) {
 		if !seen[name] {
@@ -355,15 +357,26 @@ func chooseReduceScatter(bytes uint64, dt DataType, op Op, nRanks, maxGrid int) 
 // many bytes as a rank of such an AllGather); then on 2 ranks the root's put rounds into the
 // peer's scratch, and on more the scatter and all-gather rounds (sag), whose root sends each byte
 // once instead of once per peer (up to maxZeroCopyPeers + 1 ranks: the kernel keeps the other
-// receivers in shared memory). None of these crossovers was measured for Broadcast.
-func chooseBroadcast(bytes uint64, nRanks, maxGrid int) plan {
+// receivers in shared memory). None of these crossovers was measured for Broadcast. forced is
+// MSCCLPP_BROADCAST_ALGO: packet where the message fits a packet slot, put always, sag and ring on
+// the rank counts they serve, else auto.
+func chooseBroadcast(bytes uint64, nRanks, maxGrid int, forced string) plan {
+	fitsPackets := bytes <= allGatherPacketLimit(nRanks)
+	fitsSAG := nRanks >= 3 && nRanks-1 <= maxZeroCopyPeers
+	algo := AlgoPut
 	switch {
-	case bytes <= allGatherPacketLimit(nRanks):
-		return plan{AlgoPacket, broadcastKernel(AlgoPacket), packetBlocks(bytes, maxGrid), packetThreads}
-	case nRanks >= 3 && nRanks-1 <= maxZeroCopyPeers:
-		return plan{AlgoSAG, broadcastKernel(AlgoSAG), roundBlocks(bytes, maxGrid), putThreads}
+	case forced == AlgoPacket && bytes <= packetMaxBytes, forced == AlgoPut, forced == AlgoSAG && fitsSAG,
+		forced == AlgoRing && nRanks >= 3:
+		algo = forced
+	case fitsPackets:
+		algo = AlgoPacket
+	case fitsSAG:
+		algo = AlgoSAG
 	}
-	return plan{AlgoPut, broadcastKernel(AlgoPut), roundBlocks(bytes, maxGrid), putThreads}
+	if algo == AlgoPacket {
+		return plan{AlgoPacket, broadcastKernel(AlgoPacket), packetBlocks(bytes, maxGrid), packetThreads}
+	}
+	return plan{algo, broadcastKernel(algo), roundBlocks(bytes, maxGrid), putThreads}
 }
 
 // chooseAllGather picks the algorithm and grid for bytes per rank across nRanks, in grids of at
@@ -443,3 +456,6 @@ func clampBlocks(n uint64, limit int) int {
 func forcedAlgorithms() (allReduce, allGather string) {
 	return config.AllReduceAlgo.Get(), config.AllGatherAlgo.Get()
 }
+
+// forcedBroadcast reads the environment's choice for Broadcast.
+func forcedBroadcast() string { return config.BroadcastAlgo.Get() }

@@ -127,8 +127,9 @@ func (c *Comm) Broadcast(send, recv cuda.DevicePtr, count int, dt DataType, root
 	if c.span != nil {
 		return wrapFail(fail, c.spanCall(func() error { return c.span.broadcast(send, recv, count, dt, root, s) }))
 	}
+	forced := forcedBroadcast()
 	x := call{kind: callBroadcast, args: c.args, local: recv, bytes: bytes,
-		choose: func(registered) plan { return chooseBroadcast(bytes, c.nRanks, c.maxGrid) }}
+		choose: func(registered) plan { return chooseBroadcast(bytes, c.nRanks, c.maxGrid, forced) }}
 	x.args.Send, x.args.Recv, x.args.Count, x.args.Op = uintptr(send), uintptr(recv), bytes, uint64(root)
 	if err := c.launch(&x, s); err != nil {
 		return fail(err)

@@ -428,10 +428,10 @@ func TestKernelNamesCoverEveryType(t *testing.T) {
 	}
 	assert.Equal(t, 10, reducible, "every type but fp8")
 	assert.Len(t, sums, 7, "unsigned types sum with the signed kernels")
-	// Five AllGather and three Broadcast kernels; nine AllReduce and two ReduceScatter
+	// Five AllGather and four Broadcast kernels; nine AllReduce and two ReduceScatter
 	// algorithms, each with an entry point per reducible type and one per distinct sum, and a
 	// Scale kernel per reducible type.
-	assert.Len(t, kernelNames(), 5+3+(9+2)*(reducible+len(sums))+reducible)
+	assert.Len(t, kernelNames(), 5+4+(9+2)*(reducible+len(sums))+reducible)
 }
 
 // TestKernelNames: a reducing kernel's entry point is its algorithm's with, for sum, "sum_" and
@@ -771,7 +771,7 @@ func TestChooseReduceScatterAndBroadcast(t *testing.T) {
 	rs := func(bytes uint64, nRanks int) plan {
 		return chooseReduceScatter(bytes, BFloat16, Sum, nRanks, maxBlocks)
 	}
-	bc := func(bytes uint64, nRanks int) plan { return chooseBroadcast(bytes, nRanks, maxBlocks) }
+	bc := func(bytes uint64, nRanks int) plan { return chooseBroadcast(bytes, nRanks, maxBlocks, AlgoAuto) }
 	tests := []struct {
 		choose  func(bytes uint64, nRanks int) plan
 		bytes   uint64
@@ -811,7 +811,36 @@ func TestChooseReduceScatterAndBroadcast(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 40, chooseReduceScatter(1<<30, Float32, Sum, 4, 40).blocks)
-	assert.Equal(t, 40, chooseBroadcast(1<<30, 4, 40).blocks)
+	assert.Equal(t, 40, chooseBroadcast(1<<30, 4, 40, AlgoAuto).blocks)
+}
+
+// TestChooseBroadcastForced: MSCCLPP_BROADCAST_ALGO's choice where the call allows it, auto's
+// where it does not.
+func TestChooseBroadcastForced(t *testing.T) {
+	tests := []struct {
+		forced string
+		bytes  uint64
+		nRanks int
+		algo   string
+	}{
+		{AlgoRing, 1 << 30, 4, AlgoRing},
+		{AlgoRing, 1 << 30, maxZeroCopyPeers + 2, AlgoRing},
+		{AlgoRing, 1 << 30, 2, AlgoPut}, // a chain of two is put
+		{AlgoRing, 1, 4, AlgoRing},
+		{AlgoSAG, 1 << 30, 2, AlgoPut},
+		{AlgoSAG, 1 << 30, maxZeroCopyPeers + 2, AlgoPut},
+		{AlgoSAG, 1, 3, AlgoSAG},
+		{AlgoPut, 1 << 30, 4, AlgoPut},
+		{AlgoPacket, packetMaxBytes, 4, AlgoPacket},
+		{AlgoPacket, packetMaxBytes + 1, 4, AlgoSAG},
+		{AlgoAuto, 1 << 30, 4, AlgoSAG},
+	}
+	for _, tt := range tests {
+		p := chooseBroadcast(tt.bytes, tt.nRanks, maxBlocks, tt.forced)
+		what := fmt.Sprintf("%s forced, %d bytes, %d ranks", tt.forced, tt.bytes, tt.nRanks)
+		assert.Equal(t, tt.algo, p.algo, what)
+		assert.Equal(t, broadcastKernel(tt.algo), p.kernel, what)
+	}
 }
 
 // runRanks runs f as n ranks of one in-process bootstrap job (real sockets), each in its own

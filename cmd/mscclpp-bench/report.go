@@ -324,7 +324,7 @@ func (b *bench) headerLines(devLines []string) []string {
 			buffers = "buffers registered (-R 1: zero-copy for large messages)"
 		}
 		lines = append(lines, "# mscclpp: this library's collectives (package collectives), "+
-			algoText(os.LookupEnv, config.AllReduceAlgo, config.AllGatherAlgo)+", "+buffers)
+			algoText(os.LookupEnv, config.AllReduceAlgo, config.AllGatherAlgo, config.BroadcastAlgo)+", "+buffers)
 	}
 	if o.uses(implNCCL) {
 		lines = append(lines, fmt.Sprintf("# nccl: NCCL %s (%s) in the same process, NCCL_NVLS_ENABLE=%s",

@@ -232,6 +232,10 @@ var (
 		Name: "MSCCLPP_ALLGATHER_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "ll128", "put", "direct", "port"),
 		Doc: "AllGather algorithm: auto (by size, rank count and registration), packet (LL packets), ll128 (LL128 lines), put (copies and signals), direct (zero-copy, registered receive buffers only) or port (zero-copy through the copy engines, registered receive buffers only); for experiments",
 	}
+	BroadcastAlgo = &Var[string]{
+		Name: "MSCCLPP_BROADCAST_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "put", "sag", "ring"),
+		Doc: "Broadcast algorithm: auto (by size and rank count), packet (LL packets), put (the root copies into every peer's scratch), sag (the root scatters, the others all-gather; 3 to 64 ranks) or ring (a chain from the root, each rank storing to the next; 3 or more ranks); one that does not fit the call falls back to auto; for experiments",
+	}
 	CollMaxSpins = &Var[int64]{
 		Name: "MSCCLPP_COLL_MAX_SPINS", Default: 1 << 30, parse: parseSpins,
 		Doc: "polls a collective's kernel makes of one flag or semaphore for a peer before it gives up (the kernel ends, the CUDA context unharmed, and the communicator reports a timeout instead of hanging on a frozen peer; the default is minutes); 1 to 2^40 (about a thousand times the default), or -1 to wait for ever; read when a collective communicator is created",
@@ -290,6 +294,6 @@ type Describer interface {
 // All lists every tunable, in the order docs/CONFIG.md shows them.
 func All() []Describer {
 	return []Describer{NCCLLibrary, Debug, BootstrapTimeout, SocketIfname, CUDALibrary, AllReduceAlgo, AllGatherAlgo,
-		CollMaxSpins, CollMaxBlocks, ProxyTrace, FabricLibrary, NetProvider, NetDomain, HcaDevices, NetTimeout, HostID, BootstrapKey,
+		BroadcastAlgo, CollMaxSpins, CollMaxBlocks, ProxyTrace, FabricLibrary, NetProvider, NetDomain, HcaDevices, NetTimeout, HostID, BootstrapKey,
 		BootstrapMaxPending}
 }

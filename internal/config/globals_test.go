@@ -27,6 +27,7 @@ var readers = map[string]func(){
 	CUDALibrary.Name:         func() { CUDALibrary.Get() },
 	AllReduceAlgo.Name:       func() { AllReduceAlgo.Get() },
 	AllGatherAlgo.Name:       func() { AllGatherAlgo.Get() },
+	BroadcastAlgo.Name:       func() { BroadcastAlgo.Get() },
 	CollMaxSpins.Name:        func() { CollMaxSpins.Get() },
 	CollMaxBlocks.Name:       func() { CollMaxBlocks.Get() },
 	ProxyTrace.Name:          func() { ProxyTrace.Get() },
@@ -43,7 +44,7 @@ var readers = map[string]func(){
 // resetters drops every tunable's cached value and override.
 var resetters = []func(){
 	NCCLLibrary.Reset, Debug.Reset, BootstrapTimeout.Reset, SocketIfname.Reset, CUDALibrary.Reset,
-	AllReduceAlgo.Reset, AllGatherAlgo.Reset, CollMaxSpins.Reset, CollMaxBlocks.Reset, ProxyTrace.Reset,
+	AllReduceAlgo.Reset, AllGatherAlgo.Reset, BroadcastAlgo.Reset, CollMaxSpins.Reset, CollMaxBlocks.Reset, ProxyTrace.Reset,
 	FabricLibrary.Reset, NetProvider.Reset, NetDomain.Reset, HcaDevices.Reset, NetTimeout.Reset, HostID.Reset, BootstrapKey.Reset,
 	BootstrapMaxPending.Reset,
 }
@@ -81,12 +82,12 @@ func TestLoadingLeavesProcessUntouched(t *testing.T) {
 		{name: "valid", hook: true, env: map[string]string{
 			Debug.Name: "info", BootstrapTimeout.Name: "7", SocketIfname.Name: "lo",
 			NCCLLibrary.Name: "libnccl.so.2", CUDALibrary.Name: "libcuda.so.1",
-			AllReduceAlgo.Name: "rsag", AllGatherAlgo.Name: "put", CollMaxSpins.Name: "1000",
+			AllReduceAlgo.Name: "rsag", AllGatherAlgo.Name: "put", BroadcastAlgo.Name: "ring", CollMaxSpins.Name: "1000",
 			CollMaxBlocks.Name: "16", ProxyTrace.Name: "2",
 		}},
 		{name: "malformed", hook: true, env: map[string]string{
 			Debug.Name: "loud", BootstrapTimeout.Name: "soon", AllReduceAlgo.Name: "fastest",
-			AllGatherAlgo.Name: "fastest", CollMaxSpins.Name: "lots", CollMaxBlocks.Name: "1",
+			AllGatherAlgo.Name: "fastest", BroadcastAlgo.Name: "fastest", CollMaxSpins.Name: "lots", CollMaxBlocks.Name: "1",
 			ProxyTrace.Name: "all",
 		}},
 		// Without the hook the reports go to slog.Default(): written to, never replaced.
