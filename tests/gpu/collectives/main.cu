@@ -941,14 +941,15 @@ int main(int argc, char** argv) {
   };
   const char* ar = algo("MSCCLPP_ALLREDUCE_ALGO");
   const char* ag = algo("MSCCLPP_ALLGATHER_ALGO");
+  const char* bc = algo("MSCCLPP_BROADCAST_ALGO");
   const char* forced = ar ? ar : ag;  // an algorithm forced: the run is for AllReduce and AllGather
   if (sanitize) {
     g_counts = &kSanitizeCounts;
     g_ops = {mscclppSum, mscclppMax};  // sum has entry points of its own; the other operators share one
   }
   if (g_rank == 0) {
-    std::printf("collectives: %d ranks, allreduce algo %s, allgather algo %s, %s buffers%s\n", g_nranks,
-                ar ? ar : "auto", ag ? ag : "auto", registered ? "registered" : "unregistered",
+    std::printf("collectives: %d ranks, allreduce algo %s, allgather algo %s, broadcast algo %s, %s buffers%s\n",
+                g_nranks, ar ? ar : "auto", ag ? ag : "auto", bc ? bc : "auto", registered ? "registered" : "unregistered",
                 sanitize ? ", sanitize mode" : hosts ? ", ranks across hosts" : "");
   }
   if (hosts) {
