@@ -73,6 +73,11 @@ const (
 	// block from 1 MiB (2 x H200, 2 MiB: 12.9-13.0 us against 13.3-13.4 with 32 KiB per block,
 	// 1 MiB 9.5 against 10.4).
 	oneShotBytesPerBlock = 8 << 10
+	// ringBroadcastMinBytes: auto's Broadcast on 3 or more ranks is the chain (ring) from this
+	// size, sag below (4 x H200, graph: ring 256 MiB 839-844 us and 1 GiB 3087-3093 against sag's
+	// 878-885 and 3557-3610, NCCL 763-768 and 2975-2984; sag faster at 64 MiB and below, 241
+	// against 265-272; 128 MiB not measured).
+	ringBroadcastMinBytes = 256 << 20
 	// dataBankBytes sizes the data banks of the scratch (4 x nRanks x maxBlocks slots); the
 	// slot (chunk) size follows from it and the rank count: 512 KiB on 2 ranks, 256 KiB on 4.
 	dataBankBytes = 512 << 20
@@ -355,9 +360,10 @@ func chooseReduceScatter(bytes uint64, dt DataType, op Op, nRanks, maxGrid int) 
 // chooseBroadcast picks the algorithm and grid for a Broadcast of bytes across nRanks, in grids
 // of at most maxGrid blocks: packets up to AllGather's packet limit (the root sends each peer as
 // many bytes as a rank of such an AllGather); then on 2 ranks the root's put rounds into the
-// peer's scratch, and on more the scatter and all-gather rounds (sag), whose root sends each byte
+// peer's scratch; on more the scatter and all-gather rounds (sag), whose root sends each byte
 // once instead of once per peer (up to maxZeroCopyPeers + 1 ranks: the kernel keeps the other
-// receivers in shared memory). None of these crossovers was measured for Broadcast. forced is
+// receivers in shared memory), and from ringBroadcastMinBytes the chain (ring), whose ranks each
+// store to one peer only. Only the sag/ring crossover was measured (4 x H200). forced is
 // MSCCLPP_BROADCAST_ALGO: packet where the message fits a packet slot, put always, sag and ring on
 // the rank counts they serve, else auto.
 func chooseBroadcast(bytes uint64, nRanks, maxGrid int, forced string) plan {
@@ -370,6 +376,8 @@ func chooseBroadcast(bytes uint64, nRanks, maxGrid int, forced string) plan {
 		algo = forced
 	case fitsPackets:
 		algo = AlgoPacket
+	case nRanks >= 3 && bytes >= ringBroadcastMinBytes:
+		algo = AlgoRing
 	case fitsSAG:
 		algo = AlgoSAG
 	}

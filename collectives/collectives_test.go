@@ -766,7 +766,8 @@ func TestCallsAccepted(t *testing.T) {
 
 // TestChooseReduceScatterAndBroadcast: packets up to AllGather's packet limit (bytes per rank
 // for ReduceScatter, the message for Broadcast), then ReduceScatter's rounds, Broadcast's put on
-// 2 ranks and sag on 3 to maxZeroCopyPeers + 1; never zero-copy.
+// 2 ranks, sag on 3 to maxZeroCopyPeers + 1 and ring on 3 or more from ringBroadcastMinBytes;
+// never zero-copy.
 func TestChooseReduceScatterAndBroadcast(t *testing.T) {
 	rs := func(bytes uint64, nRanks int) plan {
 		return chooseReduceScatter(bytes, BFloat16, Sum, nRanks, maxBlocks)
@@ -794,9 +795,13 @@ func TestChooseReduceScatterAndBroadcast(t *testing.T) {
 		{bc, 1 << 30, 2, "mscclpp_broadcast_put", maxBlocks, putThreads},
 		{bc, 256<<10 + 1, 3, "mscclpp_broadcast_sag", 9, putThreads},
 		{bc, 256<<10 + 1, 4, "mscclpp_broadcast_sag", 9, putThreads},
-		{bc, 1 << 30, 8, "mscclpp_broadcast_sag", maxBlocks, putThreads},
-		{bc, 1 << 30, maxZeroCopyPeers + 1, "mscclpp_broadcast_sag", maxBlocks, putThreads},
-		{bc, 1 << 30, maxZeroCopyPeers + 2, "mscclpp_broadcast_put", maxBlocks, putThreads}, // the receivers would not fit
+		{bc, ringBroadcastMinBytes - 1, 8, "mscclpp_broadcast_sag", maxBlocks, putThreads},
+		{bc, ringBroadcastMinBytes - 1, maxZeroCopyPeers + 1, "mscclpp_broadcast_sag", maxBlocks, putThreads},
+		{bc, ringBroadcastMinBytes - 1, maxZeroCopyPeers + 2, "mscclpp_broadcast_put", maxBlocks, putThreads}, // the receivers would not fit
+		{bc, ringBroadcastMinBytes, 3, "mscclpp_broadcast_ring", maxBlocks, putThreads},
+		{bc, 1 << 30, 8, "mscclpp_broadcast_ring", maxBlocks, putThreads},
+		{bc, 1 << 30, maxZeroCopyPeers + 2, "mscclpp_broadcast_ring", maxBlocks, putThreads},
+		{bc, 1 << 30, 2, "mscclpp_broadcast_put", maxBlocks, putThreads},
 	}
 	for _, tt := range tests {
 		p := tt.choose(tt.bytes, tt.nRanks)
@@ -828,12 +833,14 @@ func TestChooseBroadcastForced(t *testing.T) {
 		{AlgoRing, 1 << 30, 2, AlgoPut}, // a chain of two is put
 		{AlgoRing, 1, 4, AlgoRing},
 		{AlgoSAG, 1 << 30, 2, AlgoPut},
-		{AlgoSAG, 1 << 30, maxZeroCopyPeers + 2, AlgoPut},
+		{AlgoSAG, 1 << 30, maxZeroCopyPeers + 2, AlgoRing}, // auto
 		{AlgoSAG, 1, 3, AlgoSAG},
 		{AlgoPut, 1 << 30, 4, AlgoPut},
 		{AlgoPacket, packetMaxBytes, 4, AlgoPacket},
 		{AlgoPacket, packetMaxBytes + 1, 4, AlgoSAG},
-		{AlgoAuto, 1 << 30, 4, AlgoSAG},
+		{AlgoSAG, 1 << 30, 4, AlgoSAG},
+		{AlgoAuto, 64 << 20, 4, AlgoSAG},
+		{AlgoAuto, 1 << 30, 4, AlgoRing},
 	}
 	for _, tt := range tests {
 		p := chooseBroadcast(tt.bytes, tt.nRanks, maxBlocks, tt.forced)

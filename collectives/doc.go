@@ -36,6 +36,8 @@
 //     signal per round; ReduceScatter's put is rsag's reduce-scatter rounds;
 //   - sag (Broadcast on 3 or more ranks): the root scatters a piece of each round to each
 //     other rank, which passes it on to the others (all-gather), two signals per round;
+//   - ring (Broadcast on 3 or more ranks, from 256 MiB): a chain from the root, each rank storing
+//     each round into the next rank's scratch and its own output, two signals per round;
 //   - direct and rsag_direct: zero-copy, for buffers registered with Register (below);
 //   - port (AllGather): zero-copy through port channels: the copy engines copy between the
 //     registered buffers (large in-place calls);

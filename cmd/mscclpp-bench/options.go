@@ -139,7 +139,7 @@ NCCL_NVLS_ENABLE must be unset (the tool sets it to 0) or 0; any other value is 
 This project's own NCCL layer (libmscclpp_nccl.so) cannot be loaded here: it carries the library's
 Go runtime, and a Go program cannot load a second one. bench/nccl_overhead (a C program) compares
 it with the C API and the real NCCL instead.
-MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO force the library's algorithm (the header says so).
+MSCCLPP_ALLREDUCE_ALGO / MSCCLPP_ALLGATHER_ALGO / MSCCLPP_BROADCAST_ALGO force the library's algorithm (the header says so).
 -R 1 registers the send and receive buffers with the library (collectives.Comm.Register), so
 that its large calls run zero-copy (AlltoAll and SendRecv always go through their own scratch);
 NCCL uses the same buffers unregistered.
