@@ -36,8 +36,8 @@ const (
 	p2pLanes        = 16
 	p2pChunkBytes   = 256 << 10
 	p2pLaneBytes    = 128 << 10
-	p2pSmallLanes   = 4
-	p2pLaneMinBytes = 64 << 10
+	p2pSmallLanes   = 8
+	p2pLaneMinBytes = 16 << 10
 	// p2pThreads is coll::kP2PThreads.
 	p2pThreads = 1024
 	// p2pStreamBytes is one stream's region of the receiver's p2p scratch (coll::kP2PStreamBytes).

@@ -27,8 +27,8 @@ constexpr uint32_t kMaxP2PPeers = 16;
 constexpr uint32_t kP2PLanes = 16;
 constexpr uint64_t kP2PChunkBytes = 256 << 10;
 constexpr uint64_t kP2PLaneBytes = 128 << 10;
-constexpr uint32_t kP2PSmallLanes = 4;
-constexpr uint64_t kP2PLaneMinBytes = 64 << 10;
+constexpr uint32_t kP2PSmallLanes = 8;
+constexpr uint64_t kP2PLaneMinBytes = 16 << 10;
 // Block size; must equal collectives.p2pThreads.
 constexpr uint32_t kP2PThreads = 1024;
 // The most (peer, direction, lane) work items of one launch.
@@ -70,7 +70,8 @@ enum P2PDir : uint32_t { kP2PSend = 0, kP2PRecv = 1 };
 
 // The lanes a transfer of `bytes` bytes uses (0 for none); sender and receiver agree. A lane per
 // kP2PLaneBytes keeps the blocks of AlltoAll's many streams few; a small transfer's lanes of
-// kP2PLaneMinBytes move it in fewer rounds of chunks (measured on 4 x H200, PERFORMANCE.md).
+// kP2PLaneMinBytes move it in fewer rounds of chunks and spread its latency over more blocks
+// (measured on 4 and 2 x H200, PERFORMANCE.md).
 __device__ __forceinline__ uint32_t p2pLanes(uint64_t bytes) {
   const uint64_t small = ceilDiv(bytes, kP2PLaneMinBytes);
   uint64_t n = ceilDiv(bytes, kP2PLaneBytes);
