@@ -129,10 +129,10 @@ type fabricNet struct {
 	// provider cannot carry them, and the signals are writes of the signal word.
 	sig *signals
 
-	// When a caller outside the progress goroutine last polled the endpoint (poll), as time since
-	// start: while callers poll, the goroutine does not spin beside them.
-	start  time.Time
-	polled atomic.Int64
+	// The polls of callers outside the progress goroutine (poll), counted rather than timed so
+	// that a caller's poll reads no clock: the goroutine notes when the count last moved, and
+	// while callers poll it does not spin beside them.
+	polls atomic.Uint64
 
 	stop chan struct{}
 	done chan struct{}
@@ -156,7 +156,7 @@ func openFabric(t Transport, domain string, copier stagingCopier) (*fabricNet, e
 	}
 	n := &fabricNet{
 		transport: t, ep: ep, log: logging.Logger(), copier: copier,
-		regions: map[uint64]*fabric.Region{}, peers: map[string]*remotePeer{}, start: time.Now(),
+		regions: map[uint64]*fabric.Region{}, peers: map[string]*remotePeer{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	signalsBy := "writes of the signal word"
@@ -175,8 +175,9 @@ func openFabric(t Transport, domain string, copier stagingCopier) (*fabricNet, e
 	return n, nil
 }
 
-// Progress pacing: while a caller polls (poll, within progressCallerPoll) the goroutine leaves
-// the endpoint to it and only looks again every progressNap; otherwise it polls again at once
+// Progress pacing: while a caller polls (poll: the goroutine saw the callers' count of polls move
+// within progressCallerPoll) the goroutine leaves the endpoint to it and only looks again every
+// progressNap; otherwise it polls again at once
 // while things move (a write posted or a message delivered within progressSpin), every
 // progressNap while the endpoint is in use (a write pending, or one posted within progressWarm),
 // and every progressIdleNap once it has been idle longer, so that a process with many idle
@@ -202,7 +203,7 @@ const (
 
 // poll makes the endpoint progress once on behalf of a caller outside the progress goroutine.
 func (n *fabricNet) poll() error {
-	n.polled.Store(int64(time.Since(n.start)))
+	n.polls.Add(1)
 	return n.ep.Progress()
 }
 
@@ -219,6 +220,7 @@ func (n *fabricNet) drained() (bool, error) {
 func (n *fabricNet) progress() {
 	defer close(n.done)
 	lastPosted, lastDelivered, lastBusy := n.ep.Posted(), n.ep.Delivered(), time.Now()
+	lastPolls, lastCallerPoll := n.polls.Load(), time.Time{} // the callers' polls, as last seen
 	timer := time.NewTimer(progressNap)
 	defer timer.Stop()
 	for {
@@ -227,7 +229,10 @@ func (n *fabricNet) progress() {
 			return
 		case <-timer.C:
 		}
-		if time.Since(n.start)-time.Duration(n.polled.Load()) < progressCallerPoll {
+		if p := n.polls.Load(); p != lastPolls {
+			lastPolls, lastCallerPoll = p, time.Now()
+		}
+		if time.Since(lastCallerPoll) < progressCallerPoll {
 			timer.Reset(progressNap) // a caller polls: the endpoint moves without this goroutine
 			continue
 		}
