@@ -178,9 +178,9 @@ func openFabric(t Transport, domain string, copier stagingCopier) (*fabricNet, e
 // Progress pacing: while a caller polls (poll: the goroutine saw the callers' count of polls move
 // within progressCallerPoll) the goroutine leaves the endpoint to it and only looks again every
 // progressNap; otherwise it polls again at once while things move (a write posted or a message
-// delivered within progressSpin), every progressNap while the endpoint is in use (a write pending, or one posted within progressWarm),
-// and every progressIdleNap once it has been idle longer, so that a process with many idle
-// endpoints costs little CPU. A rank that waits for a peer's host-memory data calls
+// delivered within progressSpin), every progressNap while the endpoint is in use (a write
+// pending, or one posted within progressWarm), and every progressIdleNap once it has been idle
+// longer, so that a process with many idle endpoints costs little CPU. A rank that waits for a peer's host-memory data calls
 // Context.Progress itself, and Flush polls, so neither waits on the goroutine, and the goroutine
 // stays out of their way: on the H200 host, spinning beside a polling caller doubled the 8-byte
 // ping-pong's time, and on the development VM even its polls every progressNap beside a polling
