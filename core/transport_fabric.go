@@ -178,20 +178,20 @@ func openFabric(t Transport, domain string, copier stagingCopier) (*fabricNet, e
 // Progress pacing: while a caller polls (poll: the goroutine saw the callers' count of polls move
 // within progressCallerPoll) the goroutine leaves the endpoint to it and only looks again every
 // progressNap; otherwise it polls again at once while things move (a write posted or a message
-// delivered within progressSpin), every progressNap while the endpoint is in use (a write
-// pending, or one posted within progressWarm), and every progressIdleNap once it has been idle
-// longer, so that a process with many idle endpoints costs little CPU. A rank that waits for a peer's host-memory data calls
-// Context.Progress itself, and Flush polls, so neither waits on the goroutine, and the goroutine
-// stays out of their way: on the H200 host, spinning beside a polling caller doubled the 8-byte
-// ping-pong's time, and on the development VM even its polls every progressNap beside a polling
-// caller took tcp 8 B to 8.3-10.3 us one way from 6.2-8.0 without them (session 24; why one poll
-// from another thread costs that much is not profiled). Staged messages into GPU memory, whose
-// waiter is a kernel, are moved by the goroutine alone (or by a caller's polls, which deliver
-// messages too); a nap between two messages costs each message a nap (a large message takes
-// several round trips of the provider, and a nap of 20 us lasts about 0.5 ms on those hosts), so
-// it spins for 5 ms after the last movement. On the 2 x H200 host (tcp, fabric_pingpong), against
-// spinning 200 us beside the callers: 8 B 13 us instead of 28-29, GPU memory staged 3.8-4.2 GB/s
-// instead of 3.2-3.8 from 4 MiB (docs/PERFORMANCE.md).
+// delivered within progressSpin), every progressNap while the endpoint is in use (a write pending,
+// or one posted within progressWarm), and every progressIdleNap once it has been idle longer, so
+// that a process with many idle endpoints costs little CPU. A rank that waits for a peer's
+// host-memory data calls Context.Progress itself, and Flush polls, so neither waits on the
+// goroutine, and the goroutine stays out of their way: on the H200 host, spinning beside a polling
+// caller doubled the 8-byte ping-pong's time, and on the development VM even its polls every
+// progressNap beside a polling caller took tcp 8 B to 8.3-10.3 us one way from 6.2-8.0 without them
+// (session 24; why one poll from another thread costs that much is not profiled). Staged messages
+// into GPU memory, whose waiter is a kernel, are moved by the goroutine alone (or by a caller's
+// polls, which deliver messages too); a nap between two messages costs each message a nap (a large
+// message takes several round trips of the provider, and a nap of 20 us lasts about 0.5 ms on those
+// hosts), so it spins for 5 ms after the last movement. On the 2 x H200 host (tcp,
+// fabric_pingpong), against spinning 200 us beside the callers: 8 B 13 us instead of 28-29, GPU
+// memory staged 3.8-4.2 GB/s instead of 3.2-3.8 from 4 MiB (docs/PERFORMANCE.md).
 const (
 	progressNap        = 20 * time.Microsecond
 	progressIdleNap    = time.Millisecond

@@ -529,8 +529,11 @@ func runRaw(ctx context.Context, b *bootstrap.TCP, rank int, sizes []int, maxSiz
 		return err
 	}
 	theirs, err := b.Recv(ctx, peer, 7)
-	if err != nil || len(theirs) < 24 {
-		return fmt.Errorf("peer's card: %d bytes: %w", len(theirs), err)
+	if err != nil {
+		return fmt.Errorf("peer's card: %w", err)
+	}
+	if len(theirs) < 24 {
+		return fmt.Errorf("peer's card: %d bytes, want at least 24", len(theirs))
 	}
 	remote := fabric.Remote{Addr: binary.LittleEndian.Uint64(theirs), Size: binary.LittleEndian.Uint64(theirs[8:]), Key: binary.LittleEndian.Uint64(theirs[16:])}
 	to, err := ep.AddPeer(theirs[24:])
