@@ -12,7 +12,7 @@ const (
 	AlgoAuto    = "auto"
 	AlgoPacket  = "packet"  // one-shot LL packets (every collective)
 	AlgoPacket2 = "packet2" // two-shot LL packets: reduce-scatter and all-gather (AllReduce)
-	AlgoLL128   = "ll128"   // one-shot LL128 lines: 120 data bytes and a flag per 128 (AllReduce, AllGather)
+	AlgoLL128   = "ll128"   // LL128 lines: 120 data bytes and a flag per 128 (AllReduce, AllGather one-shot; Broadcast a chain)
 	AlgoRSAG    = "rsag"    // reduce-scatter + all-gather rounds (AllReduce)
 	// AlgoOneShot is every rank's whole input copied into every peer's scratch, one signal
 	// exchange per round, and every rank reducing all of them (AllReduce; at most
@@ -78,6 +78,11 @@ const (
 	// 878-885 and 3557-3610, NCCL 763-768 and 2975-2984; sag faster at 64 MiB and below, 241
 	// against 265-272; 128 MiB not measured).
 	ringBroadcastMinBytes = 256 << 20
+	// broadcastLL128MinBytes: auto's Broadcast on 3 or more ranks joined by NVLink sends LL128
+	// lines above this size (4 x H200, graph, us, lines / packets / NCCL: 64 KiB 5.15-5.42 /
+	// 5.30-5.44 / 7.8, 128 KiB 5.34-5.41 / 6.32-6.48 / 7.9, 256 KiB 5.54-5.65 / 8.46-8.62 / 8.0,
+	// 1 MiB 8.64-9.30 / 21.7 (sag 14.3) / 12.4, 8 MiB 30.2-30.3 / sag 46.8-50.3 / 41.2).
+	broadcastLL128MinBytes = 64 << 10
 	// dataBankBytes sizes the data banks of the scratch (4 x nRanks x maxBlocks slots); the
 	// slot (chunk) size follows from it and the rank count: 512 KiB on 2 ranks, 256 KiB on 4.
 	dataBankBytes = 512 << 20
@@ -319,7 +324,7 @@ func broadcastKernel(algo string) string { return "mscclpp_broadcast_" + algo }
 func kernelNames() []string {
 	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoLL128), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect),
 		allGatherKernel(AlgoPort), broadcastKernel(AlgoPacket), broadcastKernel(AlgoPut),
-		broadcastKernel(AlgoSAG), broadcastKernel(AlgoRing)}
+		broadcastKernel(AlgoSAG), broadcastKernel(AlgoRing), broadcastKernel(AlgoLL128)}
 	seen := map[string]bool{}
 	add := func(name string) {
 		if !seen[name] {
@@ -358,22 +363,27 @@ func chooseReduceScatter(bytes uint64, dt DataType, op Op, nRanks, maxGrid int) 
 }
 
 // chooseBroadcast picks the algorithm and grid for a Broadcast of bytes across nRanks, in grids
-// of at most maxGrid blocks: packets up to AllGather's packet limit (the root sends each peer as
-// many bytes as a rank of such an AllGather); then on 2 ranks the root's put rounds into the
-// peer's scratch; on more the scatter and all-gather rounds (sag), whose root sends each byte
-// once instead of once per peer (up to maxZeroCopyPeers + 1 ranks: the kernel keeps the other
-// receivers in shared memory), and from ringBroadcastMinBytes the chain (ring), whose ranks each
-// store to one peer only. Only the sag/ring crossover was measured (4 x H200). forced is
-// MSCCLPP_BROADCAST_ALGO: packet where the message fits a packet slot, put always, sag and ring on
-// the rank counts they serve, else auto.
-func chooseBroadcast(bytes uint64, nRanks, maxGrid int, forced string) plan {
+// of at most maxGrid blocks: on 3 or more ranks whose GPUs are joined by NVLink (lines) the chain
+// in LL128 lines above broadcastLL128MinBytes while the message fits the line regions
+// (broadcastLinesMaxBytes); else packets up to AllGather's packet limit (the root sends each peer
+// as many bytes as a rank of such an AllGather); then on 2 ranks the root's put rounds into the peer's scratch; on more
+// the scatter and all-gather rounds (sag), whose root sends each byte once instead of once per
+// peer (up to maxZeroCopyPeers + 1 ranks: the kernel keeps the other receivers in shared memory),
+// and from ringBroadcastMinBytes the chain in rounds (ring), whose ranks each store to one peer
+// only. Measured on 4 x H200 only. forced is MSCCLPP_BROADCAST_ALGO: packet where the message fits
+// a packet slot, ll128 where it fits the line regions on 3 or more ranks, put always, sag and ring
+// on the rank counts they serve, else auto.
+func chooseBroadcast(bytes uint64, nRanks, maxGrid int, lines bool, forced string) plan {
 	fitsPackets := bytes <= allGatherPacketLimit(nRanks)
+	fitsLines := nRanks >= 3 && bytes <= broadcastLinesMaxBytes(nRanks)
 	fitsSAG := nRanks >= 3 && nRanks-1 <= maxZeroCopyPeers
 	algo := AlgoPut
 	switch {
-	case forced == AlgoPacket && bytes <= packetMaxBytes, forced == AlgoPut, forced == AlgoSAG && fitsSAG,
-		forced == AlgoRing && nRanks >= 3:
+	case forced == AlgoPacket && bytes <= packetMaxBytes, forced == AlgoLL128 && fitsLines, forced == AlgoPut,
+		forced == AlgoSAG && fitsSAG, forced == AlgoRing && nRanks >= 3:
 		algo = forced
+	case lines && fitsLines && bytes > broadcastLL128MinBytes:
+		algo = AlgoLL128
 	case fitsPackets:
 		algo = AlgoPacket
 	case nRanks >= 3 && bytes >= ringBroadcastMinBytes:
@@ -381,11 +391,18 @@ func chooseBroadcast(bytes uint64, nRanks, maxGrid int, forced string) plan {
 	case fitsSAG:
 		algo = AlgoSAG
 	}
-	if algo == AlgoPacket {
+	switch algo {
+	case AlgoPacket:
 		return plan{AlgoPacket, broadcastKernel(AlgoPacket), packetBlocks(bytes, maxGrid), packetThreads}
+	case AlgoLL128:
+		return plan{AlgoLL128, broadcastKernel(AlgoLL128), lineBlocks(bytes, maxGrid), packetThreads}
 	}
 	return plan{algo, broadcastKernel(algo), roundBlocks(bytes, maxGrid), putThreads}
 }
+
+// broadcastLinesMaxBytes is the most a Broadcast in LL128 lines carries: the message fills the
+// line regions of all nRanks slots of a parity (only the predecessor writes them).
+func broadcastLinesMaxBytes(nRanks int) uint64 { return uint64(nRanks) * linesMaxBytes }
 
 // chooseAllGather picks the algorithm and grid for bytes per rank across nRanks, in grids of at
 // most maxGrid blocks; lines says whether auto may send LL128 lines (Comm.lines); reg says which

@@ -129,7 +129,7 @@ func (c *Comm) Broadcast(send, recv cuda.DevicePtr, count int, dt DataType, root
 	}
 	forced := forcedBroadcast()
 	x := call{kind: callBroadcast, args: c.args, local: recv, bytes: bytes,
-		choose: func(registered) plan { return chooseBroadcast(bytes, c.nRanks, c.maxGrid, forced) }}
+		choose: func(registered) plan { return chooseBroadcast(bytes, c.nRanks, c.maxGrid, c.lines, forced) }}
 	x.args.Send, x.args.Recv, x.args.Count, x.args.Op = uintptr(send), uintptr(recv), bytes, uint64(root)
 	if err := c.launch(&x, s); err != nil {
 		return fail(err)

@@ -428,10 +428,10 @@ func TestKernelNamesCoverEveryType(t *testing.T) {
 	}
 	assert.Equal(t, 10, reducible, "every type but fp8")
 	assert.Len(t, sums, 7, "unsigned types sum with the signed kernels")
-	// Five AllGather and four Broadcast kernels; nine AllReduce and two ReduceScatter
+	// Five AllGather and five Broadcast kernels; nine AllReduce and two ReduceScatter
 	// algorithms, each with an entry point per reducible type and one per distinct sum, and a
 	// Scale kernel per reducible type.
-	assert.Len(t, kernelNames(), 5+4+(9+2)*(reducible+len(sums))+reducible)
+	assert.Len(t, kernelNames(), 5+5+(9+2)*(reducible+len(sums))+reducible)
 }
 
 // TestKernelNames: a reducing kernel's entry point is its algorithm's with, for sum, "sum_" and
@@ -772,7 +772,8 @@ func TestChooseReduceScatterAndBroadcast(t *testing.T) {
 	rs := func(bytes uint64, nRanks int) plan {
 		return chooseReduceScatter(bytes, BFloat16, Sum, nRanks, maxBlocks)
 	}
-	bc := func(bytes uint64, nRanks int) plan { return chooseBroadcast(bytes, nRanks, maxBlocks, AlgoAuto) }
+	bc := func(bytes uint64, nRanks int) plan { return chooseBroadcast(bytes, nRanks, maxBlocks, false, AlgoAuto) }
+	bcLines := func(bytes uint64, nRanks int) plan { return chooseBroadcast(bytes, nRanks, maxBlocks, true, AlgoAuto) }
 	tests := []struct {
 		choose  func(bytes uint64, nRanks int) plan
 		bytes   uint64
@@ -802,6 +803,14 @@ func TestChooseReduceScatterAndBroadcast(t *testing.T) {
 		{bc, 1 << 30, 8, "mscclpp_broadcast_ring", maxBlocks, putThreads},
 		{bc, 1 << 30, maxZeroCopyPeers + 2, "mscclpp_broadcast_ring", maxBlocks, putThreads},
 		{bc, 1 << 30, 2, "mscclpp_broadcast_put", maxBlocks, putThreads},
+		{bcLines, broadcastLL128MinBytes, 4, "mscclpp_broadcast_packet", 16, packetThreads},
+		{bcLines, broadcastLL128MinBytes + 1, 4, "mscclpp_broadcast_ll128", 9, packetThreads}, // 547 lines of 8 threads
+		{bcLines, 256 << 10, 4, "mscclpp_broadcast_ll128", 35, packetThreads},                 // 2185 lines
+		{bcLines, broadcastLinesMaxBytes(4), 4, "mscclpp_broadcast_ll128", maxBlocks, packetThreads},
+		{bcLines, broadcastLinesMaxBytes(4) + 1, 4, "mscclpp_broadcast_sag", maxBlocks, putThreads},
+		{bcLines, broadcastLinesMaxBytes(8), 8, "mscclpp_broadcast_ll128", maxBlocks, packetThreads},
+		{bcLines, 1 << 20, 2, "mscclpp_broadcast_put", 32, putThreads}, // a chain of two is put
+		{bcLines, 1 << 30, 4, "mscclpp_broadcast_ring", maxBlocks, putThreads},
 	}
 	for _, tt := range tests {
 		p := tt.choose(tt.bytes, tt.nRanks)
@@ -816,7 +825,7 @@ func TestChooseReduceScatterAndBroadcast(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 40, chooseReduceScatter(1<<30, Float32, Sum, 4, 40).blocks)
-	assert.Equal(t, 40, chooseBroadcast(1<<30, 4, 40, AlgoAuto).blocks)
+	assert.Equal(t, 40, chooseBroadcast(1<<30, 4, 40, true, AlgoAuto).blocks)
 }
 
 // TestChooseBroadcastForced: MSCCLPP_BROADCAST_ALGO's choice where the call allows it, auto's
@@ -841,9 +850,13 @@ func TestChooseBroadcastForced(t *testing.T) {
 		{AlgoSAG, 1 << 30, 4, AlgoSAG},
 		{AlgoAuto, 64 << 20, 4, AlgoSAG},
 		{AlgoAuto, 1 << 30, 4, AlgoRing},
+		{AlgoLL128, 1, 3, AlgoLL128},
+		{AlgoLL128, broadcastLinesMaxBytes(4), 4, AlgoLL128},
+		{AlgoLL128, broadcastLinesMaxBytes(4) + 1, 4, AlgoSAG}, // auto
+		{AlgoLL128, 1 << 20, 2, AlgoPut},
 	}
 	for _, tt := range tests {
-		p := chooseBroadcast(tt.bytes, tt.nRanks, maxBlocks, tt.forced)
+		p := chooseBroadcast(tt.bytes, tt.nRanks, maxBlocks, false, tt.forced)
 		what := fmt.Sprintf("%s forced, %d bytes, %d ranks", tt.forced, tt.bytes, tt.nRanks)
 		assert.Equal(t, tt.algo, p.algo, what)
 		assert.Equal(t, broadcastKernel(tt.algo), p.kernel, what)

@@ -151,6 +151,8 @@ if build_cuda "$src" "$bin/collectives"; then
 	# Broadcast forced (AllReduce and AllGather by size, ReduceScatter and Broadcast swept).
 	run "collectives (broadcast ring)" 600 env MSCCLPP_BROADCAST_ALGO=ring \
 		$mpirun -x MSCCLPP_BROADCAST_ALGO -np "$np" "$bin/collectives" quick
+	run "collectives (broadcast ll128)" 600 env MSCCLPP_BROADCAST_ALGO=ll128 \
+		$mpirun -x MSCCLPP_BROADCAST_ALGO -np "$np" "$bin/collectives" quick
 	run "collectives (oneshot)" 600 env MSCCLPP_ALLREDUCE_ALGO=oneshot \
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -np "$np" "$bin/collectives" quick
 	# Registered buffers: zero-copy where the size picks it, then zero-copy at every size.
