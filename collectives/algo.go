@@ -73,15 +73,18 @@ const (
 	// block from 1 MiB (2 x H200, 2 MiB: 12.9-13.0 us against 13.3-13.4 with 32 KiB per block,
 	// 1 MiB 9.5 against 10.4).
 	oneShotBytesPerBlock = 8 << 10
-	// ringBroadcastMinBytes: auto's Broadcast on 3 or more ranks is the chain (ring) from this
-	// size, sag below (4 x H200, graph: ring 256 MiB 839-844 us and 1 GiB 3087-3093 against sag's
-	// 878-885 and 3557-3610, NCCL 763-768 and 2975-2984; sag faster at 64 MiB and below, 241
-	// against 265-272; 128 MiB not measured).
+	// ringBroadcastMinBytes: auto's Broadcast on 3 or more ranks is the chain in rounds (ring)
+	// from this size; below, LL128 lines where the GPUs are joined by NVLink, else sag (4 x H200,
+	// graph, four slots per block: ring 256 MiB 810-821 us and 1 GiB 3017-3044 against sag's
+	// 878-885 and 3557-3610 (two slots: 839-847, 3086-3100), NCCL 762-766 and 2973-2986; lines
+	// at 128 MiB 410-413 against ring's 452-458).
 	ringBroadcastMinBytes = 256 << 20
 	// broadcastLL128MinBytes: auto's Broadcast on 3 or more ranks joined by NVLink sends LL128
-	// lines above this size (4 x H200, graph, us, lines / packets / NCCL: 64 KiB 5.15-5.42 /
-	// 5.30-5.44 / 7.8, 128 KiB 5.34-5.41 / 6.32-6.48 / 7.9, 256 KiB 5.54-5.65 / 8.46-8.62 / 8.0,
-	// 1 MiB 8.64-9.30 / 21.7 (sag 14.3) / 12.4, 8 MiB 30.2-30.3 / sag 46.8-50.3 / 41.2).
+	// lines above this size and below ringBroadcastMinBytes (4 x H200, graph, us, lines / packets
+	// or sag / NCCL: 64 KiB 5.15-5.42 / 5.30-5.44 / 7.8, 128 KiB 5.34-5.41 / 6.32-6.48 / 7.9,
+	// 256 KiB 5.54-5.65 / 8.46-8.62 / 8.0, 1 MiB 8.64-9.30 / sag 14.3 / 12.4, 8 MiB 30.2-31.1 /
+	// 46.8-50.3 / 41.2, 16 MiB 56.4-56.7 / 87.1 / 70, 32 MiB 108 / 142 / 118, 64 MiB 208 / 242 /
+	// 210, 128 MiB 410-413 / 455 (ring 458) / 397-401; 128-256 MiB not measured).
 	broadcastLL128MinBytes = 64 << 10
 	// dataBankBytes sizes the data banks of the scratch (4 x nRanks x maxBlocks slots); the
 	// slot (chunk) size follows from it and the rank count: 512 KiB on 2 ranks, 256 KiB on 4.
@@ -364,29 +367,27 @@ func chooseReduceScatter(bytes uint64, dt DataType, op Op, nRanks, maxGrid int) 
 
 // chooseBroadcast picks the algorithm and grid for a Broadcast of bytes across nRanks, in grids
 // of at most maxGrid blocks: on 3 or more ranks whose GPUs are joined by NVLink (lines) the chain
-// in LL128 lines above broadcastLL128MinBytes while the message fits the line regions
-// (broadcastLinesMaxBytes); else packets up to AllGather's packet limit (the root sends each peer
+// in LL128 lines above broadcastLL128MinBytes and below ringBroadcastMinBytes; else packets up to AllGather's packet limit (the root sends each peer
 // as many bytes as a rank of such an AllGather); then on 2 ranks the root's put rounds into the peer's scratch; on more
 // the scatter and all-gather rounds (sag), whose root sends each byte once instead of once per
 // peer (up to maxZeroCopyPeers + 1 ranks: the kernel keeps the other receivers in shared memory),
 // and from ringBroadcastMinBytes the chain in rounds (ring), whose ranks each store to one peer
 // only. Measured on 4 x H200 only. forced is MSCCLPP_BROADCAST_ALGO: packet where the message fits
-// a packet slot, ll128 where it fits the line regions on 3 or more ranks, put always, sag and ring
-// on the rank counts they serve, else auto.
+// a packet slot, put always, ll128, sag and ring on the rank counts they serve, else auto.
 func chooseBroadcast(bytes uint64, nRanks, maxGrid int, lines bool, forced string) plan {
 	fitsPackets := bytes <= allGatherPacketLimit(nRanks)
-	fitsLines := nRanks >= 3 && bytes <= broadcastLinesMaxBytes(nRanks)
+	chain := nRanks >= 3
 	fitsSAG := nRanks >= 3 && nRanks-1 <= maxZeroCopyPeers
 	algo := AlgoPut
 	switch {
-	case forced == AlgoPacket && bytes <= packetMaxBytes, forced == AlgoLL128 && fitsLines, forced == AlgoPut,
-		forced == AlgoSAG && fitsSAG, forced == AlgoRing && nRanks >= 3:
+	case forced == AlgoPacket && bytes <= packetMaxBytes, forced == AlgoLL128 && chain, forced == AlgoPut,
+		forced == AlgoSAG && fitsSAG, forced == AlgoRing && chain:
 		algo = forced
-	case lines && fitsLines && bytes > broadcastLL128MinBytes:
+	case lines && chain && bytes > broadcastLL128MinBytes && bytes < ringBroadcastMinBytes:
 		algo = AlgoLL128
 	case fitsPackets:
 		algo = AlgoPacket
-	case nRanks >= 3 && bytes >= ringBroadcastMinBytes:
+	case chain && bytes >= ringBroadcastMinBytes:
 		algo = AlgoRing
 	case fitsSAG:
 		algo = AlgoSAG
@@ -399,10 +400,6 @@ func chooseBroadcast(bytes uint64, nRanks, maxGrid int, lines bool, forced strin
 	}
 	return plan{algo, broadcastKernel(algo), roundBlocks(bytes, maxGrid), putThreads}
 }
-
-// broadcastLinesMaxBytes is the most a Broadcast in LL128 lines carries: the message fills the
-// line regions of all nRanks slots of a parity (only the predecessor writes them).
-func broadcastLinesMaxBytes(nRanks int) uint64 { return uint64(nRanks) * linesMaxBytes }
 
 // chooseAllGather picks the algorithm and grid for bytes per rank across nRanks, in grids of at
 // most maxGrid blocks; lines says whether auto may send LL128 lines (Comm.lines); reg says which

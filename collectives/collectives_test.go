@@ -806,9 +806,9 @@ func TestChooseReduceScatterAndBroadcast(t *testing.T) {
 		{bcLines, broadcastLL128MinBytes, 4, "mscclpp_broadcast_packet", 16, packetThreads},
 		{bcLines, broadcastLL128MinBytes + 1, 4, "mscclpp_broadcast_ll128", 9, packetThreads}, // 547 lines of 8 threads
 		{bcLines, 256 << 10, 4, "mscclpp_broadcast_ll128", 35, packetThreads},                 // 2185 lines
-		{bcLines, broadcastLinesMaxBytes(4), 4, "mscclpp_broadcast_ll128", maxBlocks, packetThreads},
-		{bcLines, broadcastLinesMaxBytes(4) + 1, 4, "mscclpp_broadcast_sag", maxBlocks, putThreads},
-		{bcLines, broadcastLinesMaxBytes(8), 8, "mscclpp_broadcast_ll128", maxBlocks, packetThreads},
+		{bcLines, ringBroadcastMinBytes - 1, 4, "mscclpp_broadcast_ll128", maxBlocks, packetThreads},
+		{bcLines, ringBroadcastMinBytes - 1, 8, "mscclpp_broadcast_ll128", maxBlocks, packetThreads},
+		{bcLines, ringBroadcastMinBytes, 4, "mscclpp_broadcast_ring", maxBlocks, putThreads},
 		{bcLines, 1 << 20, 2, "mscclpp_broadcast_put", 32, putThreads}, // a chain of two is put
 		{bcLines, 1 << 30, 4, "mscclpp_broadcast_ring", maxBlocks, putThreads},
 	}
@@ -851,8 +851,7 @@ func TestChooseBroadcastForced(t *testing.T) {
 		{AlgoAuto, 64 << 20, 4, AlgoSAG},
 		{AlgoAuto, 1 << 30, 4, AlgoRing},
 		{AlgoLL128, 1, 3, AlgoLL128},
-		{AlgoLL128, broadcastLinesMaxBytes(4), 4, AlgoLL128},
-		{AlgoLL128, broadcastLinesMaxBytes(4) + 1, 4, AlgoSAG}, // auto
+		{AlgoLL128, 1 << 30, 4, AlgoLL128},
 		{AlgoLL128, 1 << 20, 2, AlgoPut},
 	}
 	for _, tt := range tests {

@@ -6,8 +6,10 @@
 // packets carry 16 per 8.
 //
 // Lines live in their own scratch region (phase kPacketLines), never read as LL16 packets: an
-// LL16 reader would take a line's data for flags. A line's flag is a 64-bit word whose high half
-// is 0, so a line never mistakes anything but a line of the same call for its own.
+// LL16 reader would take a line's data for flags. A line's flag is a 64-bit word whose low half is
+// the call's packet flag and whose high half is 0, or in a Broadcast chain the wave's number
+// (broadcast_ll128.cu), so a line never mistakes anything but a line of the same call and wave
+// for its own.
 #ifndef MSCCLPP_KERNELS_LL128_CUH_
 #define MSCCLPP_KERNELS_LL128_CUH_
 
