@@ -86,6 +86,9 @@ const (
 	// 46.8-50.3 / 41.2, 16 MiB 56.4-56.7 / 87.1 / 70, 32 MiB 108 / 142 / 118, 64 MiB 208 / 242 /
 	// 210, 128 MiB 410-413 / 455 (ring 458) / 397-401; 128-256 MiB not measured).
 	broadcastLL128MinBytes = 64 << 10
+	// alltoAllLL128MaxBytes: AlltoAll sends LL128 lines up to this many bytes per block (the most
+	// a line slot holds), where lines are on.
+	alltoAllLL128MaxBytes = linesMaxBytes
 	// dataBankBytes sizes the data banks of the scratch (4 x nRanks x maxBlocks slots); the
 	// slot (chunk) size follows from it and the rank count: 512 KiB on 2 ranks, 256 KiB on 4.
 	dataBankBytes = 512 << 20
@@ -323,11 +326,15 @@ func reduceKernelSuffix(dt DataType, op Op) string {
 // broadcastKernel is the entry point of algo (Broadcast moves bytes: one kernel for every type).
 func broadcastKernel(algo string) string { return "mscclpp_broadcast_" + algo }
 
+// alltoAllLinesKernel is AlltoAll's one collective kernel (kernels/src/alltoall_ll128.cu); the
+// p2p kernel carries the rest.
+const alltoAllLinesKernel = "mscclpp_alltoall_ll128"
+
 // kernelNames lists every entry point a call may launch, each once.
 func kernelNames() []string {
 	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoLL128), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect),
 		allGatherKernel(AlgoPort), broadcastKernel(AlgoPacket), broadcastKernel(AlgoPut),
-		broadcastKernel(AlgoSAG), broadcastKernel(AlgoRing), broadcastKernel(AlgoLL128)}
+		broadcastKernel(AlgoSAG), broadcastKernel(AlgoRing), broadcastKernel(AlgoLL128), alltoAllLinesKernel}
 	seen := map[string]bool{}
 	add := func(name string) {
 		if !seen[name] {
@@ -399,6 +406,17 @@ func chooseBroadcast(bytes uint64, nRanks, maxGrid int, lines bool, forced strin
 		return plan{AlgoLL128, broadcastKernel(AlgoLL128), lineBlocks(bytes, maxGrid), packetThreads}
 	}
 	return plan{algo, broadcastKernel(algo), roundBlocks(bytes, maxGrid), putThreads}
+}
+
+// chooseAlltoAll says whether an AlltoAll of bytes per block across nRanks sends LL128 lines (a
+// collective kernel, alltoAllLinesKernel) and in what grid, at most maxGrid blocks: where lines
+// are on (Comm.lines) and a block fits a line slot (alltoAllLL128MaxBytes). Else the p2p lanes
+// carry it.
+func chooseAlltoAll(bytes uint64, nRanks, maxGrid int, lines bool) (plan, bool) {
+	if !lines || nRanks < 2 || bytes > alltoAllLL128MaxBytes {
+		return plan{}, false
+	}
+	return plan{AlgoLL128, alltoAllLinesKernel, lineBlocks(bytes*uint64(nRanks-1), maxGrid), packetThreads}, true
 }
 
 // chooseAllGather picks the algorithm and grid for bytes per rank across nRanks, in grids of at

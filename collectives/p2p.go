@@ -203,7 +203,8 @@ func planSendRecv(ops []P2POp, rank, nRanks int) (map[int]*p2pPeer, []int, error
 // overlapping buffers are refused. Queued on stream s; returns once queued. With more than
 // maxP2PPeers ranks it is several launches, each with the peers at some distances around the ring
 // (rank + d receives from this rank, rank - d sends to it, for d in the launch's range), so that
-// every pair meets in the same launch on both sides.
+// every pair meets in the same launch on both sides. Blocks of up to alltoAllLL128MaxBytes go, where
+// the GPUs are joined by NVLink, in LL128 lines in one collective kernel instead (chooseAlltoAll).
 func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cuda.Stream) error {
 	fail := func(err error) error { return fmt.Errorf("alltoall of %d %s per rank: %w", count, dt, err) }
 	if err := checkCall(send, recv, count, dt); err != nil {
@@ -219,6 +220,14 @@ func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cud
 	if c.span != nil { // every distance in one call: the path across hosts takes any number of peers
 		peers, order := alltoAllPeers(ringSteps(c.rank, c.nRanks, 0, c.nRanks), send, recv, bytes)
 		return wrapFail(fail, c.spanCall(func() error { return c.span.p2p(peers, order, s) }))
+	}
+	if p, ok := chooseAlltoAll(bytes, c.nRanks, c.maxGrid, c.lines); ok {
+		x := call{kind: callSendRecv, args: c.args, local: recv, bytes: bytes, choose: func(registered) plan { return p }}
+		x.args.Send, x.args.Recv, x.args.Count = uintptr(send), uintptr(recv), bytes
+		if err := c.launch(&x, s); err != nil {
+			return fail(err)
+		}
+		return nil
 	}
 	for _, group := range alltoAllGroups(c.rank, c.nRanks) {
 		peers, order := alltoAllPeers(group, send, recv, bytes)

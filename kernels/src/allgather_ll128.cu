@@ -16,7 +16,7 @@ __device__ __forceinline__ void allgatherLL128(const Args& a) {
   const uint64_t warp = (uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const uint64_t nWarps = uint64_t(gridDim.x) * blockDim.x / 32;
 
-  sendLines(a, packetSlotOffset(a, parity, kPacketLines, a.rank), static_cast<const char*>(a.send),
+  sendLines(a, 0, a.nRanks - 1, packetSlotOffset(a, parity, kPacketLines, a.rank), static_cast<const char*>(a.send),
             recv + a.rank * bytes, bytes, flag, warp, nWarps);
   for (uint32_t p = 0; p < a.nRanks - 1; ++p) {
     const uint64_t r = peerRank(a, p);

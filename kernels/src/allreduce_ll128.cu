@@ -24,7 +24,7 @@ __device__ __forceinline__ void allreduceLL128(const Args& a) {
   const LinePlace at;
 
   // 1. This rank's input to every peer.
-  sendLines(a, packetSlotOffset(a, parity, kPacketLines, a.rank), send, nullptr, bytes, flag, warp, nWarps);
+  sendLines(a, 0, a.nRanks - 1, packetSlotOffset(a, parity, kPacketLines, a.rank), send, nullptr, bytes, flag, warp, nWarps);
   // 2. Every rank's words of each line, reduced in rank order.
   for (uint64_t group = warp; group * kLinesPerWarp < lines; group += nWarps) {
     const uint64_t line = group * kLinesPerWarp + at.lineLane;

@@ -50,11 +50,13 @@ __device__ __forceinline__ void storeLineWords(char* out, uint64_t bytes, bool o
   if (store && !at.flagLane && w0 + 1 < words) storeWord(out, w0 + 1, bytes, outAligned, v1);
 }
 
-// Writes the `bytes` bytes at src, as lines flagged with flag, into the slot at slotOffset of every
-// peer's scratch, and stores them at out too unless out is src or null; warp `warp` of nWarps
-// (the loops are uniform across a warp, which stays converged at the stores).
-__device__ __forceinline__ void sendLines(const Args& a, uint64_t slotOffset, const char* src, char* out, uint64_t bytes,
-                                          uint64_t flag, uint64_t warp, uint64_t nWarps) {
+// Writes the `bytes` bytes at src, as lines flagged with flag, into the slot at slotOffset of the
+// scratch of peers [peerBegin, peerEnd) (peer indices), and stores them at out too unless out is
+// src or null; warp `warp` of nWarps (the loops are uniform across a warp, which stays converged
+// at the stores).
+__device__ __forceinline__ void sendLines(const Args& a, uint32_t peerBegin, uint32_t peerEnd, uint64_t slotOffset,
+                                          const char* src, char* out, uint64_t bytes, uint64_t flag, uint64_t warp,
+                                          uint64_t nWarps) {
   const LinePlace at;
   const uint64_t words = ceilDiv(bytes, 8);
   const uint64_t lines = linesOf(bytes);
@@ -66,7 +68,7 @@ __device__ __forceinline__ void sendLines(const Args& a, uint64_t slotOffset, co
     const uint64_t v1 = at.flagLane ? flag : w0 + 1 < words ? loadWord(src, w0 + 1, bytes, srcAligned) : 0;
     __syncwarp();
     if (line < lines) {
-      for (uint32_t p = 0; p < a.nRanks - 1; ++p) {
+      for (uint32_t p = peerBegin; p < peerEnd; ++p) {
         char* peerScratch = static_cast<char*>(a.channels[p].dst);
         mscclppStoreVolatile128(peerScratch + slotOffset + line * kLineBytes + at.piece * 16, v0, v1);
       }
