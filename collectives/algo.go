@@ -87,7 +87,10 @@ const (
 	// 210, 128 MiB 410-413 / 455 (ring 458) / 397-401; 128-256 MiB not measured).
 	broadcastLL128MinBytes = 64 << 10
 	// alltoAllLL128MaxBytes: AlltoAll sends LL128 lines up to this many bytes per block (the most
-	// a line slot holds), where lines are on.
+	// a line slot holds), where lines are on (graph, us, bytes per rank, lines / p2p lanes / NCCL;
+	// 4 x H200: 1 KiB 5.1-5.2 / 9.2-9.3 / 6.6-7.4, 256 KiB 5.7 / 12.4 / 8.5, 1 MiB 7.8-8.1 /
+	// 17.9-18.0 / 13.9-14.8, 4 MiB 19.2-20.1 / 25.8-26.1 / 22.7-23.0; 2 x H200: 1 KiB 3.2 / 7.9 /
+	// 6.3, 1 MiB 5.1 / 13.1 / 12.8, 4 MiB 10.7 / 21.2 / 19.4).
 	alltoAllLL128MaxBytes = linesMaxBytes
 	// dataBankBytes sizes the data banks of the scratch (4 x nRanks x maxBlocks slots); the
 	// slot (chunk) size follows from it and the rank count: 512 KiB on 2 ranks, 256 KiB on 4.

@@ -38,6 +38,10 @@
 //     other rank, which passes it on to the others (all-gather), two signals per round;
 //   - ring (Broadcast on 3 or more ranks, from 256 MiB): a chain from the root, each rank storing
 //     each round into the next rank's scratch and its own output, two signals per round;
+//   - ll128: LL128 lines (120 data bytes and a flag per 128-byte line) between GPUs joined by
+//     NVLink: one-shot for AllReduce and AllGather at medium sizes; for Broadcast on 3 or more
+//     ranks from 64 KiB to 256 MiB, the ring's chain in lines, each line passed on as it arrives;
+//     for AlltoAll blocks of up to 2.1 MiB, one collective kernel instead of the p2p lanes;
 //   - direct and rsag_direct: zero-copy, for buffers registered with Register (below);
 //   - port (AllGather): zero-copy through port channels: the copy engines copy between the
 //     registered buffers (large in-place calls);
