@@ -383,14 +383,16 @@ func chooseReduceScatter(bytes uint64, dt DataType, op Op, nRanks, maxGrid int) 
 // peer (up to maxZeroCopyPeers + 1 ranks: the kernel keeps the other receivers in shared memory),
 // and from ringBroadcastMinBytes the chain in rounds (ring), whose ranks each store to one peer
 // only. Measured on 4 x H200 only. forced is MSCCLPP_BROADCAST_ALGO: packet where the message fits
-// a packet slot, put always, ll128, sag and ring on the rank counts they serve, else auto.
+// a packet slot, put always, ll128 on 2 or more ranks (a chain of two: the root's lines to the
+// other rank; auto does not pick it there, unmeasured), sag and ring on the rank counts they
+// serve, else auto.
 func chooseBroadcast(bytes uint64, nRanks, maxGrid int, lines bool, forced string) plan {
 	fitsPackets := bytes <= allGatherPacketLimit(nRanks)
 	chain := nRanks >= 3
 	fitsSAG := nRanks >= 3 && nRanks-1 <= maxZeroCopyPeers
 	algo := AlgoPut
 	switch {
-	case forced == AlgoPacket && bytes <= packetMaxBytes, forced == AlgoLL128 && chain, forced == AlgoPut,
+	case forced == AlgoPacket && bytes <= packetMaxBytes, forced == AlgoLL128 && nRanks >= 2, forced == AlgoPut,
 		forced == AlgoSAG && fitsSAG, forced == AlgoRing && chain:
 		algo = forced
 	case lines && chain && bytes > broadcastLL128MinBytes && bytes < ringBroadcastMinBytes:

@@ -880,7 +880,8 @@ func TestChooseBroadcastForced(t *testing.T) {
 		{AlgoAuto, 1 << 30, 4, AlgoRing},
 		{AlgoLL128, 1, 3, AlgoLL128},
 		{AlgoLL128, 1 << 30, 4, AlgoLL128},
-		{AlgoLL128, 1 << 20, 2, AlgoPut},
+		{AlgoLL128, 1 << 20, 2, AlgoLL128}, // a chain of two: the root's lines to the other rank
+		{AlgoLL128, 1 << 20, 1, AlgoPut},   // no chain (one rank: a copy, never launched)
 	}
 	for _, tt := range tests {
 		p := chooseBroadcast(tt.bytes, tt.nRanks, maxBlocks, false, tt.forced)

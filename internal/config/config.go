@@ -234,7 +234,7 @@ var (
 	}
 	BroadcastAlgo = &Var[string]{
 		Name: "MSCCLPP_BROADCAST_ALGO", Default: "auto", parse: parseChoice("auto", "packet", "ll128", "put", "sag", "ring"),
-		Doc: "Broadcast algorithm: auto (by size and rank count), packet (LL packets), ll128 (a chain in LL128 lines; 3 or more ranks), put (the root copies into every peer's scratch), sag (the root scatters, the others all-gather; 3 to 64 ranks) or ring (a chain from the root, each rank storing to the next; 3 or more ranks); one that does not fit the call falls back to auto; for experiments",
+		Doc: "Broadcast algorithm: auto (by size and rank count), packet (LL packets), ll128 (a chain in LL128 lines; 2 or more ranks), put (the root copies into every peer's scratch), sag (the root scatters, the others all-gather; 3 to 64 ranks) or ring (a chain from the root, each rank storing to the next; 3 or more ranks); one that does not fit the call falls back to auto; for experiments",
 	}
 	CollMaxSpins = &Var[int64]{
 		Name: "MSCCLPP_COLL_MAX_SPINS", Default: 1 << 30, parse: parseSpins,
