@@ -377,15 +377,16 @@ func chooseReduceScatter(bytes uint64, dt DataType, op Op, nRanks, maxGrid int) 
 
 // chooseBroadcast picks the algorithm and grid for a Broadcast of bytes across nRanks, in grids
 // of at most maxGrid blocks: on 3 or more ranks whose GPUs are joined by NVLink (lines) the chain
-// in LL128 lines above broadcastLL128MinBytes and below ringBroadcastMinBytes; else packets up to AllGather's packet limit (the root sends each peer
-// as many bytes as a rank of such an AllGather); then on 2 ranks the root's put rounds into the peer's scratch; on more
-// the scatter and all-gather rounds (sag), whose root sends each byte once instead of once per
-// peer (up to maxZeroCopyPeers + 1 ranks: the kernel keeps the other receivers in shared memory),
-// and from ringBroadcastMinBytes the chain in rounds (ring), whose ranks each store to one peer
-// only. Measured on 4 x H200 only. forced is MSCCLPP_BROADCAST_ALGO: packet where the message fits
-// a packet slot, put always, ll128 on 2 or more ranks (a chain of two: the root's lines to the
-// other rank; auto does not pick it there, unmeasured), sag and ring on the rank counts they
-// serve, else auto.
+// in LL128 lines above broadcastLL128MinBytes and below ringBroadcastMinBytes; else packets up to
+// AllGather's packet limit (the root sends each peer as many bytes as a rank of such an
+// AllGather); then on 2 ranks the root's put rounds into the peer's scratch; on more the scatter
+// and all-gather rounds (sag), whose root sends each byte once instead of once per peer (up to
+// maxZeroCopyPeers + 1 ranks: the kernel keeps the other receivers in shared memory), and from
+// ringBroadcastMinBytes the chain in rounds (ring), whose ranks each store to one peer only.
+// Measured on 4 x H200 only. forced is MSCCLPP_BROADCAST_ALGO: packet where the message fits a
+// packet slot, put always, ll128 on 2 or more ranks (a chain of two: the root's lines to the other
+// rank; auto does not pick it there, unmeasured), sag and ring on the rank counts they serve, else
+// auto.
 func chooseBroadcast(bytes uint64, nRanks, maxGrid int, lines bool, forced string) plan {
 	fitsPackets := bytes <= allGatherPacketLimit(nRanks)
 	chain := nRanks >= 3
