@@ -52,11 +52,15 @@ type Comm struct {
 	state    cuda.DevicePtr
 	channels cuda.DevicePtr
 	allocs   []cuda.DevicePtr
-	sems     []*core.Semaphore
-	ports    *ports     // the copy-engine path; nil with one rank
-	span     *spanning  // the path across hosts, when the ranks span hosts (spanning.go); nil otherwise
-	args     kernelArgs // the fields every call shares
-	p2pArgs  p2pArgs    // the fields every SendRecv and AlltoAll launch shares (p2p.go)
+	// staging is where an in-place AlltoAll on the p2p lanes copies its input first
+	// (stageInput); stagingBytes its size, 0 until the first such call.
+	staging      cuda.DevicePtr
+	stagingBytes uint64
+	sems         []*core.Semaphore
+	ports        *ports     // the copy-engine path; nil with one rank
+	span         *spanning  // the path across hosts, when the ranks span hosts (spanning.go); nil otherwise
+	args         kernelArgs // the fields every call shares
+	p2pArgs      p2pArgs    // the fields every SendRecv and AlltoAll launch shares (p2p.go)
 
 	regTable cuda.DevicePtr                  // coll::Registration [maxRegistrations][nRanks]; 0 before the first
 	regSlots [maxRegistrations]*Registration // by table row; nil: free
@@ -620,6 +624,10 @@ func (c *Comm) release() error {
 		var errList []error
 		for _, p := range c.allocs {
 			errList = append(errList, cuda.MemFree(p))
+		}
+		if c.staging != 0 {
+			errList = append(errList, cuda.MemFree(c.staging))
+			c.staging, c.stagingBytes = 0, 0
 		}
 		for _, m := range c.modules {
 			errList = append(errList, m.Unload())

@@ -16,7 +16,7 @@
 // own block of sendbuf); Broadcast copies count elements of the root's sendbuf into every rank's
 // recvbuf (in place when they are equal); SendRecv runs a set of sends and receives with any
 // peers as one call, matched with the peers' in order per pair of ranks (p2p.go), and AlltoAll
-// sends block j of sendbuf to rank j. Every type moves; AllReduce and ReduceScatter reduce with
+// sends block j of sendbuf to rank j (in place when sendbuf is recvbuf). Every type moves; AllReduce and ReduceScatter reduce with
 // sum, prod, max, min and avg every type but fp8 (DataType.Reducible). Scale is local, not a
 // collective: dst = src times a scalar given by value or read from device memory when it runs,
 // on this rank's GPU (NCCL's PreMulSum operators are a Scale, then a sum; scale.go). Buffers are

@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"structs"
 	"unsafe"
@@ -199,35 +200,44 @@ func planSendRecv(ops []P2POp, rank, nRanks int) (map[int]*p2pPeer, []int, error
 
 // AlltoAll sends block j of send (count elements of type dt at element j*count) to rank j and
 // receives block i of recv from rank i (the block of rank i's send for this rank), on every rank:
-// NCCL's ncclAlltoAll. Out of place only:
-// overlapping buffers are refused. Queued on stream s; returns once queued. With more than
-// maxP2PPeers ranks it is several launches, each with the peers at some distances around the ring
-// (rank + d receives from this rank, rank - d sends to it, for d in the launch's range), so that
-// every pair meets in the same launch on both sides. Blocks of up to alltoAllLL128MaxBytes go, where
-// the GPUs are joined by NVLink, in LL128 lines in one collective kernel instead (chooseAlltoAll).
+// NCCL's ncclAlltoAll. In place when send == recv; buffers that overlap otherwise are refused.
+// Queued on stream s; returns once queued. With more than maxP2PPeers ranks it is several
+// launches, each with the peers at some distances around the ring (rank + d receives from this
+// rank, rank - d sends to it, for d in the launch's range), so that every pair meets in the same
+// launch on both sides. Blocks of up to alltoAllLL128MaxBytes go, where the GPUs are joined by
+// NVLink, in LL128 lines in one collective kernel instead (chooseAlltoAll), in place too. In place
+// on the lanes (and across hosts), the input is first copied aside on s (stageInput).
 func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cuda.Stream) error {
 	fail := func(err error) error { return fmt.Errorf("alltoall of %d %s per rank: %w", count, dt, err) }
 	if err := checkCall(send, recv, count, dt); err != nil {
 		return fail(err)
 	}
 	bytes := uint64(count) * uint64(dt.Size())
-	if count > 0 && overlap(send, recv, bytes*uint64(c.nRanks), bytes*uint64(c.nRanks)) {
-		return fail(fmt.Errorf("send and receive buffers overlap (AlltoAll is out of place): %w", errs.ErrInvalidArgument))
+	total := bytes * uint64(c.nRanks)
+	if count > 0 && send != recv && overlap(send, recv, total, total) {
+		return fail(fmt.Errorf("send and receive buffers overlap without being the same: %w", errs.ErrInvalidArgument))
 	}
 	if count == 0 {
 		return nil
 	}
-	if c.span != nil { // every distance in one call: the path across hosts takes any number of peers
-		peers, order := alltoAllPeers(ringSteps(c.rank, c.nRanks, 0, c.nRanks), send, recv, bytes)
-		return wrapFail(fail, c.spanCall(func() error { return c.span.p2p(peers, order, s) }))
-	}
-	if p, ok := chooseAlltoAll(bytes, c.nRanks, c.maxGrid, c.lines); ok {
+	if p, ok := chooseAlltoAll(bytes, c.nRanks, c.maxGrid, c.lines); ok && c.span == nil {
 		x := call{kind: callSendRecv, args: c.args, local: recv, bytes: bytes, choose: func(registered) plan { return p }}
 		x.args.Send, x.args.Recv, x.args.Count = uintptr(send), uintptr(recv), bytes
 		if err := c.launch(&x, s); err != nil {
 			return fail(err)
 		}
 		return nil
+	}
+	if send == recv && c.nRanks > 1 {
+		staged, err := c.stageInput(send, total, s)
+		if err != nil {
+			return fail(err)
+		}
+		send = staged
+	}
+	if c.span != nil { // every distance in one call: the path across hosts takes any number of peers
+		peers, order := alltoAllPeers(ringSteps(c.rank, c.nRanks, 0, c.nRanks), send, recv, bytes)
+		return wrapFail(fail, c.spanCall(func() error { return c.span.p2p(peers, order, s) }))
 	}
 	for _, group := range alltoAllGroups(c.rank, c.nRanks) {
 		peers, order := alltoAllPeers(group, send, recv, bytes)
@@ -236,6 +246,41 @@ func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cud
 		}
 	}
 	return nil
+}
+
+// stageInput queues on s a copy of the n bytes at src into the Comm's staging buffer and returns
+// the buffer. An in-place AlltoAll on the lanes sends from the copy: a rank receives block j from
+// rank j while it still sends its own block j to it. The buffer grows by doubling and serves every
+// later call (a Comm's calls run one after another on the GPU); cuMemFree of the smaller one waits
+// for the GPU. Growing allocates, which a CUDA graph capture refuses: run one call of the size
+// before capturing.
+func (c *Comm) stageInput(src cuda.DevicePtr, n uint64, s cuda.Stream) (cuda.DevicePtr, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkUsable(); err != nil {
+		return 0, err
+	}
+	err := c.onGPU(func() error {
+		if n > c.stagingBytes {
+			grown := max(c.stagingBytes, 1<<20)
+			for grown < n {
+				grown *= 2
+			}
+			p, err := cuda.MemAlloc(int(grown))
+			if err != nil {
+				return fmt.Errorf("staging buffer of %d bytes for an in-place AlltoAll (inside a CUDA graph capture, "+
+					"run one call of this size before capturing): %w", grown, err)
+			}
+			if c.staging != 0 {
+				if err := cuda.MemFree(c.staging); err != nil {
+					return errors.Join(fmt.Errorf("freeing the smaller staging buffer: %w", err), cuda.MemFree(p))
+				}
+			}
+			c.staging, c.stagingBytes = p, grown
+		}
+		return cuda.MemcpyAsync(c.staging, src, int(n), s)
+	})
+	return c.staging, err
 }
 
 // alltoAllPeers is what AlltoAll does with each peer at the distances of steps: block `to` of send

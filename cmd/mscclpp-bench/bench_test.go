@@ -311,8 +311,8 @@ func TestFormatCompareRow(t *testing.T) {
 				"   3500.0   12346   0.28   306.78   86.97   306.78   86.97      N/A     N/A",
 		},
 		{
-			name: "in-place alltoall: ours skipped, NCCL's unchecked",
-			ours: [2]row{mk("mscclpp", 1024, 7, 0.15, 0.07, 0, false), {Impl: "mscclpp", Size: 1024, InPlace: true, Wrong: -1, Skipped: "out of place only"}},
+			name: "a skipped row of ours, NCCL's unchecked",
+			ours: [2]row{mk("mscclpp", 1024, 7, 0.15, 0.07, 0, false), {Impl: "mscclpp", Size: 1024, InPlace: true, Wrong: -1, Skipped: "refused"}},
 			nccl: [2]row{mk("nccl", 1024, 14, 0.07, 0.04, 0, false), mk("nccl", 1024, 14, 0.07, 0.04, -1, true)},
 			want: "        1024           256     float     sum      -1" +
 				"     7.00   14.00   0.50     0.15    0.07     0.07    0.04        0       0" +
@@ -494,11 +494,10 @@ func TestHeaderLines(t *testing.T) {
 			dontWant: []string{tableHeader},
 		},
 		{
-			name: "alltoall, compare, checked",
-			opts: &options{collective: "alltoall", impls: []string{implMscclpp, implNCCL}, iters: 20, check: true},
-			want: []string{"# collective alltoall", "# in-place alltoall, mscclpp: skipped: the library's AlltoAll is out of place only",
-				"# in-place alltoall, nccl: timed, not checked", compareHeader},
-			dontWant: []string{"out-of-place alltoall"},
+			name:     "alltoall, compare, checked",
+			opts:     &options{collective: "alltoall", impls: []string{implMscclpp, implNCCL}, iters: 20, check: true},
+			want:     []string{"# collective alltoall", "# in-place alltoall, nccl: timed, not checked", compareHeader},
+			dontWant: []string{"out-of-place alltoall", "in-place alltoall, mscclpp", "skipped:"},
 		},
 		{
 			name:     "nccl only",
@@ -788,18 +787,15 @@ func TestRingPeers(t *testing.T) {
 	}
 }
 
-// TestPlanFor: out of place everything runs checked; in place the library's AlltoAll is skipped,
-// NCCL's AlltoAll and both SendRecvs run unchecked, and the other collectives run checked.
+// TestPlanFor: out of place everything runs checked; in place NCCL's AlltoAll and both SendRecvs
+// run unchecked, and the rest (the library's AlltoAll among them) runs checked; nothing is skipped.
 func TestPlanFor(t *testing.T) {
 	for _, coll := range collectiveNames {
 		for _, impl := range []string{implMscclpp, implNCCL} {
 			assert.Equal(t, runPlan{}, planFor(coll, impl, false), "%s %s out of place", coll, impl)
 			p := planFor(coll, impl, true)
 			switch {
-			case coll == opAlltoAll && impl == implMscclpp:
-				assert.Contains(t, p.skip, "out of place only")
-				assert.Empty(t, p.unchecked)
-			case coll == opAlltoAll || coll == opSendRecv:
+			case coll == opAlltoAll && impl == implNCCL, coll == opSendRecv:
 				assert.Empty(t, p.skip, "%s %s", coll, impl)
 				assert.Contains(t, p.unchecked, "not checked", "%s %s", coll, impl)
 			default:
@@ -813,10 +809,9 @@ func TestPlanLines(t *testing.T) {
 	both := []string{implMscclpp, implNCCL}
 	assert.Empty(t, planLines(&options{collective: opAllReduce, impls: both, check: true}))
 	assert.Equal(t, []string{
-		"# in-place alltoall, mscclpp: skipped: the library's AlltoAll is out of place only (overlapping buffers are refused)",
 		"# in-place alltoall, nccl: timed, not checked, as nccl-tests' alltoall_perf does (it reports no errors in place)",
 	}, planLines(&options{collective: opAlltoAll, impls: both, check: true}))
-	assert.Len(t, planLines(&options{collective: opAlltoAll, impls: both}), 1, "without -c 1 only the skip is said")
+	assert.Empty(t, planLines(&options{collective: opAlltoAll, impls: both}), "without -c 1 nothing is said")
 	assert.Empty(t, planLines(&options{collective: opAlltoAll, impls: []string{implNCCL}}))
 	lines := planLines(&options{collective: opSendRecv, impls: both, check: true})
 	require.Len(t, lines, 2)

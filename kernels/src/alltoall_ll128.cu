@@ -8,6 +8,10 @@
 // receives from every peer, so a rank that writes call N + 2 into a peer's region has received
 // that peer's lines of call N + 1, which the peer wrote only after it had read all of call N.
 //
+// In place (send == recv) needs no copy: a warp unpacks exactly the lines of each block that it
+// packed from the same place before (the same warp takes the same groups of a block in both
+// loops), so no line is overwritten before it was sent, and the rank's own block stays put.
+//
 // It runs on the collectives' scratch and State, not on the p2p lanes of sendrecv.cu: an
 // AlltoAll is a collective that every rank calls in the same order, as the other collectives.
 #include "ll128.cuh"
@@ -27,8 +31,10 @@ __device__ __forceinline__ void alltoallLL128(const Args& a) {
   for (uint32_t p = 0; p < a.nRanks - 1; ++p) {
     sendLines(a, p, p + 1, mySlot, send + peerRank(a, p) * bytes, nullptr, bytes, flag, warp, nWarps);
   }
-  copyBytes(recv + a.rank * bytes, send + a.rank * bytes, bytes, blockIdx.x * blockDim.x + threadIdx.x,
-            gridDim.x * blockDim.x);
+  if (send != recv) {
+    copyBytes(recv + a.rank * bytes, send + a.rank * bytes, bytes, blockIdx.x * blockDim.x + threadIdx.x,
+              gridDim.x * blockDim.x);
+  }
   for (uint32_t p = 0; p < a.nRanks - 1; ++p) {
     const uint64_t r = peerRank(a, p);
     receiveLines(a, packetSlotOffset(a, parity, kPacketLines, r), recv + r * bytes, bytes, flag, warp, nWarps);
