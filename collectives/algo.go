@@ -12,7 +12,7 @@ const (
 	AlgoAuto    = "auto"
 	AlgoPacket  = "packet"  // one-shot LL packets (every collective)
 	AlgoPacket2 = "packet2" // two-shot LL packets: reduce-scatter and all-gather (AllReduce)
-	AlgoLL128   = "ll128"   // LL128 lines: 120 data bytes and a flag per 128 (AllReduce, AllGather one-shot; Broadcast a chain)
+	AlgoLL128   = "ll128"   // LL128 lines: 120 data bytes and a flag per 128 (one-shot AllReduce, AllGather, AlltoAll; Broadcast a chain)
 	AlgoRSAG    = "rsag"    // reduce-scatter + all-gather rounds (AllReduce)
 	// AlgoOneShot is every rank's whole input copied into every peer's scratch, one signal
 	// exchange per round, and every rank reducing all of them (AllReduce; at most
@@ -84,7 +84,8 @@ const (
 	// or sag / NCCL: 64 KiB 5.15-5.42 / 5.30-5.44 / 7.8, 128 KiB 5.34-5.41 / 6.32-6.48 / 7.9,
 	// 256 KiB 5.54-5.65 / 8.46-8.62 / 8.0, 1 MiB 8.64-9.30 / sag 14.3 / 12.4, 8 MiB 30.2-31.1 /
 	// 46.8-50.3 / 41.2, 16 MiB 56.4-56.7 / 87.1 / 70, 32 MiB 108 / 142 / 118, 64 MiB 208 / 242 /
-	// 210, 128 MiB 410-413 / 455 (ring 458) / 397-401; 128-256 MiB not measured).
+	// 210, 128 MiB 410-418 / 455 (ring 454-462) / 394-401; at 256 MiB the ring is as fast or
+	// faster, 811-821 against 815-834; nothing measured between 128 and 256 MiB).
 	broadcastLL128MinBytes = 64 << 10
 	// alltoAllLL128MaxBytes: AlltoAll sends LL128 lines up to this many bytes per block (the most
 	// a line slot holds), where lines are on (graph, us, bytes per rank, lines / p2p lanes / NCCL;

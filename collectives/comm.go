@@ -52,15 +52,16 @@ type Comm struct {
 	state    cuda.DevicePtr
 	channels cuda.DevicePtr
 	allocs   []cuda.DevicePtr
+	sems     []*core.Semaphore
+	ports    *ports     // the copy-engine path; nil with one rank
+	span     *spanning  // the path across hosts, when the ranks span hosts (spanning.go); nil otherwise
+	args     kernelArgs // the fields every call shares
+	p2pArgs  p2pArgs    // the fields every SendRecv and AlltoAll launch shares (p2p.go)
+
 	// staging is where an in-place AlltoAll on the p2p lanes copies its input first
 	// (stageInput); stagingBytes its size, 0 until the first such call.
 	staging      cuda.DevicePtr
 	stagingBytes uint64
-	sems         []*core.Semaphore
-	ports        *ports     // the copy-engine path; nil with one rank
-	span         *spanning  // the path across hosts, when the ranks span hosts (spanning.go); nil otherwise
-	args         kernelArgs // the fields every call shares
-	p2pArgs      p2pArgs    // the fields every SendRecv and AlltoAll launch shares (p2p.go)
 
 	regTable cuda.DevicePtr                  // coll::Registration [maxRegistrations][nRanks]; 0 before the first
 	regSlots [maxRegistrations]*Registration // by table row; nil: free
