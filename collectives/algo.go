@@ -391,7 +391,7 @@ func chooseReduceScatter(bytes uint64, dt DataType, op Op, nRanks, maxGrid int) 
 func chooseBroadcast(bytes uint64, nRanks, maxGrid int, lines bool, forced string) plan {
 	fitsPackets := bytes <= allGatherPacketLimit(nRanks)
 	chain := nRanks >= 3
-	fitsSAG := nRanks >= 3 && nRanks-1 <= maxZeroCopyPeers
+	fitsSAG := chain && nRanks-1 <= maxZeroCopyPeers
 	algo := AlgoPut
 	switch {
 	case forced == AlgoPacket && bytes <= packetMaxBytes, forced == AlgoLL128 && nRanks >= 2, forced == AlgoPut,
