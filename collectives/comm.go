@@ -58,7 +58,7 @@ type Comm struct {
 	args     kernelArgs // the fields every call shares
 	p2pArgs  p2pArgs    // the fields every SendRecv and AlltoAll launch shares (p2p.go)
 
-	// staging is where an in-place AlltoAll on the p2p lanes copies its input first
+	// staging is where an in-place AlltoAll across hosts copies its input first
 	// (stageInput); stagingBytes its size, 0 until the first such call.
 	staging      cuda.DevicePtr
 	stagingBytes uint64

@@ -105,9 +105,10 @@ func laneCount(bytes uint64) int {
 }
 
 // p2pScratchBytes is the size of a rank's p2p scratch: a stream region per rank (its own unused,
-// so that a region's offset is the sender's rank).
+// so that a region's offset is the sender's rank), then two in-place counters per (rank, lane)
+// (coll::p2pInPlaceCount).
 func p2pScratchBytes(nRanks int) uint64 {
-	return roundUp(uint64(nRanks)*p2pStreamBytes, peerAllocAlign)
+	return roundUp(uint64(nRanks)*(p2pStreamBytes+p2pLanes*2*8), peerAllocAlign)
 }
 
 // p2pPeer is what one call does with one peer.
@@ -206,7 +207,8 @@ func planSendRecv(ops []P2POp, rank, nRanks int) (map[int]*p2pPeer, []int, error
 // rank, rank - d sends to it, for d in the launch's range), so that every pair meets in the same
 // launch on both sides. Blocks of up to alltoAllLL128MaxBytes go, where the GPUs are joined by
 // NVLink, in LL128 lines in one collective kernel instead (chooseAlltoAll), in place too. In place
-// on the lanes (and across hosts), the input is first copied aside on s (stageInput).
+// on the lanes, a lane receives a chunk into its peer's block only once it has sent those bytes
+// (sendrecv.cu); across hosts the input is first copied aside on s (stageInput).
 func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cuda.Stream) error {
 	fail := func(err error) error { return fmt.Errorf("alltoall of %d %s per rank: %w", count, dt, err) }
 	if err := checkCall(send, recv, count, dt); err != nil {
@@ -228,14 +230,14 @@ func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cud
 		}
 		return nil
 	}
-	if send == recv && c.nRanks > 1 {
-		staged, err := c.stageInput(send, total, s)
-		if err != nil {
-			return fail(err)
-		}
-		send = staged
-	}
 	if c.span != nil { // every distance in one call: the path across hosts takes any number of peers
+		if send == recv && c.nRanks > 1 {
+			staged, err := c.stageInput(send, total, s)
+			if err != nil {
+				return fail(err)
+			}
+			send = staged
+		}
 		peers, order := alltoAllPeers(ringSteps(c.rank, c.nRanks, 0, c.nRanks), send, recv, bytes)
 		return wrapFail(fail, c.spanCall(func() error { return c.span.p2p(peers, order, s) }))
 	}
@@ -249,7 +251,7 @@ func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cud
 }
 
 // stageInput queues on s a copy of the n bytes at src into the Comm's staging buffer and returns
-// the buffer. An in-place AlltoAll on the lanes sends from the copy: a rank receives block j from
+// the buffer. An in-place AlltoAll across hosts sends from the copy: a rank receives block j from
 // rank j while it still sends its own block j to it. The buffer grows by doubling and serves every
 // later call (a Comm's calls run one after another on the GPU); cuMemFree of the smaller one waits
 // for the GPU. Growing allocates, which a CUDA graph capture refuses: run one call of the size
@@ -340,8 +342,10 @@ func p2pLaunch(base p2pArgs, peers map[int]*p2pPeer, order []int, rank, maxGrid 
 		if r == rank {
 			p.recvBytes = p.sendBytes // checked equal; the copy is counted once
 		}
-		if p.sendBytes == 0 && p.recvBytes == 0 {
-			continue // nothing moves: a zero-count transfer changes no state, on either side
+		if p.sendBytes == 0 && p.recvBytes == 0 || r == rank && p.send == p.recv {
+			// Nothing moves: a zero-count transfer changes no state, on either side, and a copy to
+			// this rank in place is already where it goes.
+			continue
 		}
 		a.Entries[a.NEntries] = p2pEntry{Peer: uint64(r), Send: uintptr(p.send), Recv: uintptr(p.recv),
 			SendBytes: p.sendBytes, RecvBytes: p.recvBytes}

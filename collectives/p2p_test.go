@@ -66,8 +66,8 @@ func TestLaneCount(t *testing.T) {
 	} {
 		assert.Equal(t, tt.lanes, laneCount(tt.bytes), "%d bytes", tt.bytes)
 	}
-	assert.Equal(t, uint64(8<<20), p2pScratchBytes(1))
-	assert.Equal(t, uint64(16<<20), p2pScratchBytes(2))
+	assert.Equal(t, uint64(8<<20)+peerAllocAlign, p2pScratchBytes(1), "the streams, then the in-place counters")
+	assert.Equal(t, uint64(16<<20)+peerAllocAlign, p2pScratchBytes(2))
 	assert.Equal(t, uint64(p2pStreamBytes), uint64(8<<20))
 }
 
@@ -142,10 +142,26 @@ func TestPlanSendRecv(t *testing.T) {
 		}, []int{3}, []p2pEntry{
 			{Peer: 3, Send: uintptr(p + 8<<20), Recv: uintptr(p), SendBytes: 4 << 20, RecvBytes: 4 << 20},
 		}, 2 * p2pLanes},
-		{"self copy, in place allowed", []P2POp{
+		{"exchange in place with one peer", []P2POp{
+			{Peer: 3, Send: true, Buf: p, Count: 1 << 20, Type: Float32},
+			{Peer: 3, Buf: p, Count: 1 << 20, Type: Float32},
+		}, []int{3}, []p2pEntry{
+			{Peer: 3, Send: uintptr(p), Recv: uintptr(p), SendBytes: 4 << 20, RecvBytes: 4 << 20},
+		}, 2 * p2pLanes},
+		{"same buffer, sizes differ", []P2POp{
+			{Peer: 3, Send: true, Buf: p, Count: 1 << 20, Type: Float32},
+			{Peer: 3, Buf: p, Count: 1 << 19, Type: Float32},
+		}, []int{3}, []p2pEntry{
+			{Peer: 3, Send: uintptr(p), Recv: uintptr(p), SendBytes: 4 << 20, RecvBytes: 2 << 20},
+		}, 2 * p2pLanes},
+		{"self copy", []P2POp{
+			{Peer: 1, Send: true, Buf: p, Count: 3, Type: Float64},
+			{Peer: 1, Buf: p + 64, Count: 3, Type: Float64},
+		}, []int{1}, []p2pEntry{{Peer: 1, Send: uintptr(p), Recv: uintptr(p + 64), SendBytes: 24, RecvBytes: 24}}, 1},
+		{"self copy in place: allowed, nothing to move", []P2POp{
 			{Peer: 1, Send: true, Buf: p, Count: 3, Type: Float64},
 			{Peer: 1, Buf: p, Count: 3, Type: Float64},
-		}, []int{1}, []p2pEntry{{Peer: 1, Send: uintptr(p), Recv: uintptr(p), SendBytes: 24, RecvBytes: 24}}, 1},
+		}, []int{1}, nil, 0},
 		{"zero counts match but move nothing", []P2POp{
 			{Peer: 0, Send: true, Buf: 0, Count: 0, Type: Int8},
 			{Peer: 2, Buf: p + 1, Count: 5, Type: Uint8},

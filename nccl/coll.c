@@ -225,16 +225,8 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
   callPath p;
   CHECK(route(comm, shimAlltoAll, true, call, &p));
   if (p.native) {
-    /* In place: the input is copied aside first. The library's AlltoAll takes send == recv itself
-     * since 2026-11-27 (session 26), not yet run on GPUs: until it is, the layer keeps its copy. */
+    /* In place (send == recv) the library's AlltoAll handles itself. */
     const void* in = sendbuff;
-    if (sendbuff == recvbuff && count > 0) {
-      size_t bytes = count * shimTypeSize(datatype) * (size_t)comm->nranks;
-      void* copy;
-      CHECK(shimStagingBuffer(comm, call, bytes, &copy));
-      CHECK(shimCopyAsync(comm, call, copy, sendbuff, bytes, stream));
-      in = copy;
-    }
     return shimGroupError(nativeResult(
         comm, call, mscclppAlltoAll(in, recvbuff, count, (mscclppDataType_t)datatype, comm->coll, stream)));
   }

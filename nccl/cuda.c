@@ -23,7 +23,6 @@ static struct {
   CUresult (*primaryCtxRetain)(CUcontext*, int);
   CUresult (*memAlloc)(CUdeviceptr*, size_t);
   CUresult (*memFree)(CUdeviceptr);
-  CUresult (*memcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, void*);
   bool loaded;
 } drv;
 static pthread_once_t drvOnce = PTHREAD_ONCE_INIT;
@@ -40,10 +39,8 @@ static void loadDriver(void) {
   *(void**)&drv.primaryCtxRetain = dlsym(h, "cuDevicePrimaryCtxRetain");
   *(void**)&drv.memAlloc = dlsym(h, "cuMemAlloc_v2");
   *(void**)&drv.memFree = dlsym(h, "cuMemFree_v2");
-  *(void**)&drv.memcpyAsync = dlsym(h, "cuMemcpyDtoDAsync_v2");
   drv.loaded = drv.ctxGetCurrent && drv.ctxSetCurrent && drv.ctxSynchronize &&
-               drv.deviceGet && drv.primaryCtxRetain && drv.memAlloc && drv.memFree &&
-               drv.memcpyAsync;
+               drv.deviceGet && drv.primaryCtxRetain && drv.memAlloc && drv.memFree;
 }
 
 static bool driver(void) {
@@ -92,14 +89,6 @@ ncclResult_t shimStagingBuffer(ncclComm_t comm, const char* call, size_t bytes, 
   shimFreeStagingBuffer(comm);
   comm->staging = (void*)(uintptr_t)p, comm->stagingBytes = grown;
   *out = comm->staging;
-  return ncclSuccess;
-}
-
-ncclResult_t shimCopyAsync(ncclComm_t comm, const char* call, void* dst, const void* src, size_t bytes, cudaStream_t stream) {
-  if (bytes == 0) return ncclSuccess;
-  if (!driver()) return shimFail(ncclSystemError, comm, call, "the CUDA driver (libcuda.so.1) is not loadable");
-  CUresult r = drv.memcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes, stream);
-  if (r != cudaSuccess_) return shimFail(ncclUnhandledCudaError, comm, call, "cuMemcpyDtoDAsync failed (CUDA error %d)", r);
   return ncclSuccess;
 }
 

@@ -87,8 +87,7 @@ struct ncclComm {
   char nativeWhy[256];
 
   void* staging;            /* the layer's own GPU buffer: ncclReduce's result on the ranks other
-                             * than the root, an in-place ncclAlltoAll's copy of its input, a
-                             * PreMulSum ncclReduceScatter's scaled input */
+                             * than the root, a PreMulSum ncclReduceScatter's scaled input */
   size_t stagingBytes;
 
   pthread_mutex_t mu;       /* guards real, the split counter, loggedKinds and the operators */
@@ -143,7 +142,6 @@ bool shimSynchronize(void);
  * library requires), so they may all use it. */
 ncclResult_t shimStagingBuffer(ncclComm_t comm, const char* call, size_t bytes, void** out);
 /* Queues a device-to-device copy on stream. */
-ncclResult_t shimCopyAsync(ncclComm_t comm, const char* call, void* dst, const void* src, size_t bytes, cudaStream_t stream);
 /* Frees comm's staging buffer. */
 void shimFreeStagingBuffer(ncclComm_t comm);
 

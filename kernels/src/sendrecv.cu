@@ -11,8 +11,15 @@
 // signals (release, cumulative through bar.sync). Receiving: thread 0 polls (acquire),
 // __syncthreads, every thread copies the slot out, __syncthreads, thread 0 signals the slot free
 // (release: the reads are done before the sender may overwrite). A copy to this rank (peer ==
-// rank) is a plain copy. Nothing here touches coll::State or the collectives' scratch and
-// semaphores: the collectives' calls counter and rounds stay what they were.
+// rank) is a plain copy. In place (a peer's entry whose send and receive are the same bytes, as
+// AlltoAll in place has: p2pInPlace), a lane's receive takes chunk c out of its slot only once the
+// lane's send has sent chunk c from those bytes: two counters per (peer, lane) in this rank's p2p
+// scratch, chunks sent and chunks received in place, equal between launches (both directions of
+// such an entry have the same chunks); a receive goes while sent > received. The sent counter is a
+// volatile store after the barrier that ends the chunk's copy, without a fence: every load of the
+// copy has returned its value by then (the block's stores of those values were issued before the
+// barrier), so no later store can change what was sent. Nothing here touches coll::State or the
+// collectives' scratch and semaphores: the collectives' calls counter and rounds stay what they were.
 #include "sendrecv.cuh"
 
 namespace coll {
@@ -74,6 +81,9 @@ __device__ __forceinline__ void sendRecv(const P2PArgs& a) {
           const uint64_t sent = *ch.semaphore.outboundToken;
           go = sent - *ch.semaphore.expectedInboundToken < 2 || ch.semaphore.poll();
           slot = sent & 1;
+        } else if (p2pInPlace(en, a.rank) && p2pInPlaceCount(a, en.peer, lane)[kP2PSend] <=
+                                                 p2pInPlaceCount(a, en.peer, lane)[kP2PRecv]) {
+          go = false;  // in place: the chunk's bytes here are not yet sent from where it is to land
         } else {
           go = ch.semaphore.poll();  // consumes chunk number *expectedInboundToken - 1 of the lane
           slot = (*ch.semaphore.expectedInboundToken - 1) & 1;
@@ -93,6 +103,7 @@ __device__ __forceinline__ void sendRecv(const P2PArgs& a) {
         }
         __syncthreads();
         if (threadIdx.x == 0) {
+          if (p2pInPlace(en, a.rank)) p2pInPlaceCount(a, en.peer, lane)[dir] += 1;  // see the top of the file
           ch.semaphore.signal();  // sent: the chunk is in the slot; received: the slot is free
           done[j] = c + 1;
         }

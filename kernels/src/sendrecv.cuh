@@ -85,6 +85,16 @@ __device__ __forceinline__ uint64_t p2pLaneBegin(uint64_t bytes, uint32_t lane) 
 __device__ __forceinline__ uint64_t p2pLaneBytes(uint64_t bytes, uint32_t lane) {
   return clampLen(p2pLaneBegin(bytes, lane), roundUp(ceilDiv(bytes, p2pLanes(bytes)), 16), bytes);
 }
+// Whether an entry is in place with a peer: it receives into the bytes it sends from (sendrecv.cu).
+// Both directions then have the same lanes and chunks (one byte count).
+__device__ __forceinline__ bool p2pInPlace(const P2PEntry& en, uint64_t rank) {
+  return en.peer != rank && en.send == en.recv && en.sendBytes == en.recvBytes && en.sendBytes > 0;
+}
+// The in-place counters of lane `lane` with rank `peer`, [kP2PSend] chunks sent, [kP2PRecv]
+// received: after the streams' regions in this rank's p2p scratch (local; zero at the start).
+__device__ __forceinline__ volatile uint64_t* p2pInPlaceCount(const P2PArgs& a, uint64_t peer, uint32_t lane) {
+  return reinterpret_cast<volatile uint64_t*>(a.scratch + a.nRanks * kP2PStreamBytes) + (peer * kP2PLanes + lane) * 2;
+}
 // Where slot `slot` of lane `lane` of the stream from rank `sender` is in the receiver's p2p scratch.
 __device__ __forceinline__ uint64_t p2pSlotOffset(uint64_t sender, uint32_t lane, uint64_t slot) {
   return sender * kP2PStreamBytes + (uint64_t(lane) * 2 + slot) * kP2PChunkBytes;

@@ -11,8 +11,8 @@
 //   in an order of its own, then an AllReduce, then receives them, one call per receive, in
 //   another order of its own (the k-th send from a to b must meet the k-th receive of b from a);
 //   AlltoAll of several sizes and types, out of place and in place (send == recv: the LL128 lines
-//   kernel where the GPUs are joined by NVLink and a block fits a line slot, else the lanes from a
-//   copy of the input);
+//   kernel where the GPUs are joined by NVLink and a block fits a line slot, else the lanes, each
+//   chunk received into the bytes it was sent from; up to 72 MiB, many chunks per lane);
 //   a CUDA graph of a SendRecv ring, an AlltoAll and an AllReduce, captured once, replayed with
 //   new inputs;
 //   refusals: bad arguments fail with mscclppInvalidArgument and queue nothing.
@@ -280,7 +280,7 @@ void alltoAllSweep(mscclppCollComm_t comm, cudaStream_t s) {
   Group g(std::string("alltoall ") + Type<T>::name);
   int salt = 0;
   for (size_t b : {size_t(0), size_t(1), size_t(33), size_t(4097), size_t(65537), size_t(1) << 20, (size_t(3) << 20) + 5,
-                   size_t(16) << 20}) {
+                   size_t(16) << 20, (size_t(72) << 20) + 5}) {
     for (bool inPlace : {false, true}) {
       checkAlltoAll<T>(g, comm, s, b / sizeof(T) / static_cast<size_t>(g_nranks) + (b ? 1 : 0), ++salt, inPlace);
     }
