@@ -34,7 +34,7 @@ const (
 	maxP2PPeers = 16
 	// p2pLanes, p2pChunkBytes, p2pLaneBytes, p2pSmallLanes, p2pLaneMinBytes: coll::kP2PLanes,
 	// kP2PChunkBytes, kP2PLaneBytes, kP2PSmallLanes, kP2PLaneMinBytes (laneCount).
-	p2pLanes        = 16
+	p2pLanes        = 32
 	p2pChunkBytes   = 256 << 10
 	p2pLaneBytes    = 128 << 10
 	p2pSmallLanes   = 8
@@ -85,23 +85,36 @@ type p2pArgs struct {
 	MaxSpins int64
 	Abort    uintptr // the Comm's abort words (abort.go)
 	NEntries uint64
+	MaxLanes uint64 // p2pMaxLanes
 	Entries  [maxP2PPeers]p2pEntry
 }
 
-const p2pArgsBytes = 56 + 40*maxP2PPeers
+const p2pArgsBytes = 64 + 40*maxP2PPeers
 
 func (a *p2pArgs) bytes() []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(a)), unsafe.Sizeof(*a))
 }
 
-// laneCount is coll::p2pLanes: the lanes of a transfer of `bytes` bytes (0 for none): one per
-// p2pLaneBytes up to p2pLanes, but up to p2pSmallLanes of at least p2pLaneMinBytes.
-func laneCount(bytes uint64) int {
+// laneCount is coll::p2pLanes: the lanes of a transfer of `bytes` bytes (0 for none) in a launch
+// of at most maxLanes per transfer: one per p2pLaneBytes up to maxLanes, but up to p2pSmallLanes
+// of at least p2pLaneMinBytes.
+func laneCount(bytes uint64, maxLanes int) int {
 	n := (bytes + p2pLaneBytes - 1) / p2pLaneBytes
 	if n < p2pSmallLanes {
 		n = min(p2pSmallLanes, (bytes+p2pLaneMinBytes-1)/p2pLaneMinBytes)
 	}
-	return int(min(p2pLanes, n))
+	return int(min(uint64(maxLanes), n))
+}
+
+// p2pMaxLanes is the most lanes one transfer of a launch takes: p2pLanes, but half as many for an
+// AlltoAll whose every transfer on p2pLanes lanes would need more than maxBlocks blocks (three
+// ranks or more), so that its launch stays near one item per block. Sender and receiver must
+// agree: a SendRecv always takes p2pLanes, an AlltoAll a number both sides derive from nRanks.
+func p2pMaxLanes(alltoAll bool, nRanks int) int {
+	if alltoAll && (2*min(nRanks, maxP2PPeers)-1)*p2pLanes > maxBlocks {
+		return p2pLanes / 2
+	}
+	return p2pLanes
 }
 
 // p2pScratchBytes is the size of a rank's p2p scratch: a stream region per rank (its own unused,
@@ -135,7 +148,7 @@ func (c *Comm) SendRecv(ops []P2POp, s cuda.Stream) error {
 	if c.span != nil {
 		return wrapFail(fail, c.spanCall(func() error { return c.span.p2p(peers, order, s) }))
 	}
-	if err := c.launchP2P(peers, order, s); err != nil {
+	if err := c.launchP2P(peers, order, p2pLanes, s); err != nil {
 		return fail(err)
 	}
 	return nil
@@ -243,7 +256,7 @@ func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cud
 	}
 	for _, group := range alltoAllGroups(c.rank, c.nRanks) {
 		peers, order := alltoAllPeers(group, send, recv, bytes)
-		if err := c.launchP2P(peers, order, s); err != nil {
+		if err := c.launchP2P(peers, order, p2pMaxLanes(true, c.nRanks), s); err != nil {
 			return fail(err)
 		}
 	}
@@ -333,10 +346,12 @@ func ringSteps(rank, nRanks, d0, d1 int) []ringStep {
 	return steps
 }
 
-// p2pLaunch builds the kernel's argument for the peers (in order) and its grid: one block per
-// (peer, direction, lane) item up to maxGrid, at least one; items is 0 when nothing moves.
-func p2pLaunch(base p2pArgs, peers map[int]*p2pPeer, order []int, rank, maxGrid int) (a p2pArgs, items int) {
+// p2pLaunch builds the kernel's argument for the peers (in order), at most maxLanes lanes per
+// transfer, and counts its (peer, direction, lane) items: a block each, up to the Comm's maxGrid
+// (launchP2P); items is 0 when nothing moves.
+func p2pLaunch(base p2pArgs, peers map[int]*p2pPeer, order []int, rank, maxLanes int) (a p2pArgs, items int) {
 	a = base
+	a.MaxLanes = uint64(maxLanes)
 	for _, r := range order {
 		p := peers[r]
 		if r == rank {
@@ -350,17 +365,18 @@ func p2pLaunch(base p2pArgs, peers map[int]*p2pPeer, order []int, rank, maxGrid 
 		a.Entries[a.NEntries] = p2pEntry{Peer: uint64(r), Send: uintptr(p.send), Recv: uintptr(p.recv),
 			SendBytes: p.sendBytes, RecvBytes: p.recvBytes}
 		a.NEntries++
-		items += laneCount(p.sendBytes)
+		items += laneCount(p.sendBytes, maxLanes)
 		if r != rank {
-			items += laneCount(p.recvBytes)
+			items += laneCount(p.recvBytes, maxLanes)
 		}
 	}
 	return a, items
 }
 
-// launchP2P queues one launch of the p2p kernel for the peers (in order; at most maxP2PPeers).
-func (c *Comm) launchP2P(peers map[int]*p2pPeer, order []int, s cuda.Stream) error {
-	a, items := p2pLaunch(c.p2pArgs, peers, order, c.rank, c.maxGrid)
+// launchP2P queues one launch of the p2p kernel for the peers (in order; at most maxP2PPeers),
+// at most maxLanes lanes per transfer (p2pMaxLanes).
+func (c *Comm) launchP2P(peers map[int]*p2pPeer, order []int, maxLanes int, s cuda.Stream) error {
+	a, items := p2pLaunch(c.p2pArgs, peers, order, c.rank, maxLanes)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkUsable(); err != nil {

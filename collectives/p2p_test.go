@@ -21,7 +21,7 @@ func TestP2PArgsLayout(t *testing.T) {
 	var a p2pArgs
 	assert.Equal(t, uintptr(p2pArgsBytes), unsafe.Sizeof(a))
 	assert.Len(t, a.bytes(), p2pArgsBytes)
-	assert.Equal(t, uintptr(56), unsafe.Offsetof(a.Entries))
+	assert.Equal(t, uintptr(64), unsafe.Offsetof(a.Entries))
 	check := func(typ reflect.Type, skip string) {
 		off := uintptr(0)
 		for i := 0; i < typ.NumField(); i++ {
@@ -57,18 +57,36 @@ func TestP2PKernelIsInItsModule(t *testing.T) {
 
 func TestLaneCount(t *testing.T) {
 	for _, tt := range []struct {
-		bytes uint64
-		lanes int
+		bytes    uint64
+		maxLanes int
+		lanes    int
 	}{
-		{0, 0}, {1, 1}, {16 << 10, 1}, {16<<10 + 1, 2}, {64 << 10, 4}, {96 << 10, 6}, {128 << 10, 8},
-		{128<<10 + 1, 8}, {512 << 10, 8}, {1 << 20, 8}, {1<<20 + 1, 9}, {2 << 20, 16}, {2<<20 + 1, 16},
-		{1 << 30, 16},
+		{0, 32, 0}, {1, 32, 1}, {16 << 10, 32, 1}, {16<<10 + 1, 32, 2}, {64 << 10, 32, 4}, {96 << 10, 32, 6},
+		{128 << 10, 32, 8}, {128<<10 + 1, 32, 8}, {512 << 10, 32, 8}, {1 << 20, 32, 8}, {1<<20 + 1, 32, 9},
+		{2 << 20, 32, 16}, {2<<20 + 1, 32, 17}, {4 << 20, 32, 32}, {1 << 30, 32, 32},
+		{2 << 20, 16, 16}, {2<<20 + 1, 16, 16}, {1 << 30, 16, 16}, {128 << 10, 16, 8},
 	} {
-		assert.Equal(t, tt.lanes, laneCount(tt.bytes), "%d bytes", tt.bytes)
+		assert.Equal(t, tt.lanes, laneCount(tt.bytes, tt.maxLanes), "%d bytes, at most %d lanes", tt.bytes, tt.maxLanes)
 	}
-	assert.Equal(t, uint64(8<<20)+peerAllocAlign, p2pScratchBytes(1), "the streams, then the in-place counters")
-	assert.Equal(t, uint64(16<<20)+peerAllocAlign, p2pScratchBytes(2))
-	assert.Equal(t, uint64(p2pStreamBytes), uint64(8<<20))
+	assert.Equal(t, uint64(16<<20)+peerAllocAlign, p2pScratchBytes(1), "the streams, then the in-place counters")
+	assert.Equal(t, uint64(32<<20)+peerAllocAlign, p2pScratchBytes(2))
+	assert.Equal(t, uint64(p2pStreamBytes), uint64(16<<20))
+}
+
+// TestP2PMaxLanes: AlltoAll keeps one block per item where every lane fits in maxBlocks blocks
+// (two ranks), half the lanes beyond; SendRecv always takes them all.
+func TestP2PMaxLanes(t *testing.T) {
+	for _, tt := range []struct {
+		alltoAll bool
+		nRanks   int
+		want     int
+	}{
+		{false, 2, p2pLanes}, {false, 8, p2pLanes}, {false, 64, p2pLanes},
+		{true, 1, p2pLanes}, {true, 2, p2pLanes}, {true, 3, p2pLanes / 2}, {true, 4, p2pLanes / 2},
+		{true, 64, p2pLanes / 2},
+	} {
+		assert.Equal(t, tt.want, p2pMaxLanes(tt.alltoAll, tt.nRanks), "alltoall %v, %d ranks", tt.alltoAll, tt.nRanks)
+	}
 }
 
 // TestPlanSendRecvRefusals: what SendRecv refuses before it queues anything (rank 1 of 4).
@@ -153,7 +171,7 @@ func TestPlanSendRecv(t *testing.T) {
 			{Peer: 3, Buf: p, Count: 1 << 19, Type: Float32},
 		}, []int{3}, []p2pEntry{
 			{Peer: 3, Send: uintptr(p), Recv: uintptr(p), SendBytes: 4 << 20, RecvBytes: 2 << 20},
-		}, 2 * p2pLanes},
+		}, p2pLanes + 16},
 		{"self copy", []P2POp{
 			{Peer: 1, Send: true, Buf: p, Count: 3, Type: Float64},
 			{Peer: 1, Buf: p + 64, Count: 3, Type: Float64},
@@ -175,7 +193,7 @@ func TestPlanSendRecv(t *testing.T) {
 		peers, order, err := planSendRecv(tt.ops, 1, 4)
 		require.NoError(t, err, tt.name)
 		assert.Equal(t, tt.order, order, tt.name)
-		a, items := p2pLaunch(p2pArgs{Rank: 1, NRanks: 4}, peers, order, 1, maxBlocks)
+		a, items := p2pLaunch(p2pArgs{Rank: 1, NRanks: 4}, peers, order, 1, p2pLanes)
 		assert.Equal(t, tt.items, items, tt.name)
 		require.Equal(t, uint64(len(tt.entries)), a.NEntries, tt.name)
 		for i, e := range tt.entries {

@@ -38,11 +38,11 @@ __device__ __forceinline__ void sendRecv(const P2PArgs& a) {
       for (uint32_t dir = kP2PSend; dir <= kP2PRecv; ++dir) {
         if (dir == kP2PRecv && en.peer == a.rank) continue;  // the copy is the send's
         const uint64_t bytes = dir == kP2PSend ? en.sendBytes : en.recvBytes;
-        for (uint32_t lane = 0; lane < p2pLanes(bytes); ++lane, ++i) {
+        for (uint32_t lane = 0; lane < p2pLanes(bytes, a.maxLanes); ++lane, ++i) {
           if (i % gridDim.x != blockIdx.x) continue;
           items[n] = e << 16 | dir << 8 | lane;
           done[n] = 0;
-          const uint64_t len = p2pLaneBytes(bytes, lane);
+          const uint64_t len = p2pLaneBytes(bytes, a.maxLanes, lane);
           total[n] = en.peer == a.rank ? (len > 0 ? 1 : 0) : uint32_t(ceilDiv(len, kP2PChunkBytes));
           ++n;
         }
@@ -63,8 +63,8 @@ __device__ __forceinline__ void sendRecv(const P2PArgs& a) {
       const uint32_t dir = (items[j] >> 8) & 0xff;
       const uint32_t lane = items[j] & 0xff;
       const uint64_t bytes = dir == kP2PSend ? en.sendBytes : en.recvBytes;
-      const uint64_t begin = p2pLaneBegin(bytes, lane);
-      const uint64_t len = p2pLaneBytes(bytes, lane);
+      const uint64_t begin = p2pLaneBegin(bytes, a.maxLanes, lane);
+      const uint64_t len = p2pLaneBytes(bytes, a.maxLanes, lane);
       if (en.peer == a.rank) {
         copyBytes(static_cast<char*>(en.recv) + begin, static_cast<const char*>(en.send) + begin, len, threadIdx.x,
                   blockDim.x);

@@ -21,10 +21,10 @@ namespace coll {
 // The most peers (this rank included) one launch serves; must equal collectives.maxP2PPeers.
 constexpr uint32_t kMaxP2PPeers = 16;
 // Lanes per stream and the bytes of one chunk slot. A transfer takes a lane per kP2PLaneBytes, up
-// to kP2PLanes, but a small one spreads over up to kP2PSmallLanes lanes of at least
-// kP2PLaneMinBytes (see p2pLanes). Must equal collectives.p2pLanes, p2pChunkBytes, p2pLaneBytes,
+// to the launch's maxLanes (at most kP2PLanes), but a small one spreads over up to kP2PSmallLanes
+// lanes of at least kP2PLaneMinBytes (see p2pLanes). Must equal collectives.p2pLanes, p2pChunkBytes, p2pLaneBytes,
 // p2pSmallLanes and p2pLaneMinBytes.
-constexpr uint32_t kP2PLanes = 16;
+constexpr uint32_t kP2PLanes = 32;
 constexpr uint64_t kP2PChunkBytes = 256 << 10;
 constexpr uint64_t kP2PLaneBytes = 128 << 10;
 constexpr uint32_t kP2PSmallLanes = 8;
@@ -59,31 +59,33 @@ struct P2PArgs {
   int64_t maxSpins;     // bound of the polling loop's idle sweeps (wait.cuh); < 0: no bound
   uint32_t* abort;      // the communicator's abort words, host memory mapped into the device (wait.cuh)
   uint64_t nEntries;    // entries used
+  uint64_t maxLanes;    // the most lanes of one transfer in this launch: kP2PLanes, or half for a wide AlltoAll
   P2PEntry entries[kMaxP2PPeers];
 };
 
 static_assert(sizeof(P2PEntry) == 40, "P2PEntry is mirrored by collectives.p2pEntry");
-static_assert(sizeof(P2PArgs) == 56 + 40 * kMaxP2PPeers && offsetof(P2PArgs, entries) == 56,
+static_assert(sizeof(P2PArgs) == 64 + 40 * kMaxP2PPeers && offsetof(P2PArgs, entries) == 64,
               "P2PArgs is mirrored by collectives.p2pArgs");
 
 enum P2PDir : uint32_t { kP2PSend = 0, kP2PRecv = 1 };
 
-// The lanes a transfer of `bytes` bytes uses (0 for none); sender and receiver agree. A lane per
-// kP2PLaneBytes keeps the blocks of AlltoAll's many streams few; a small transfer's lanes of
-// kP2PLaneMinBytes move it in fewer rounds of chunks and spread its latency over more blocks
-// (measured on 4 and 2 x H200, PERFORMANCE.md).
-__device__ __forceinline__ uint32_t p2pLanes(uint64_t bytes) {
+// The lanes a transfer of `bytes` bytes uses (0 for none) in a launch of at most maxLanes lanes per
+// transfer; sender and receiver agree (both launches have the same maxLanes: see
+// collectives.p2pMaxLanes). A lane per kP2PLaneBytes keeps the blocks of AlltoAll's many streams
+// few; a small transfer's lanes of kP2PLaneMinBytes move it in fewer rounds of chunks and spread
+// its latency over more blocks (measured on 4 and 2 x H200, PERFORMANCE.md).
+__device__ __forceinline__ uint32_t p2pLanes(uint64_t bytes, uint64_t maxLanes) {
   const uint64_t small = ceilDiv(bytes, kP2PLaneMinBytes);
   uint64_t n = ceilDiv(bytes, kP2PLaneBytes);
   if (n < kP2PSmallLanes) n = small < kP2PSmallLanes ? small : kP2PSmallLanes;
-  return n < kP2PLanes ? uint32_t(n) : kP2PLanes;
+  return n < maxLanes ? uint32_t(n) : uint32_t(maxLanes);
 }
 // Where lane `lane` of a transfer of `bytes` bytes starts, and its bytes (16-byte aligned parts).
-__device__ __forceinline__ uint64_t p2pLaneBegin(uint64_t bytes, uint32_t lane) {
-  return lane * roundUp(ceilDiv(bytes, p2pLanes(bytes)), 16);
+__device__ __forceinline__ uint64_t p2pLaneBegin(uint64_t bytes, uint64_t maxLanes, uint32_t lane) {
+  return lane * roundUp(ceilDiv(bytes, p2pLanes(bytes, maxLanes)), 16);
 }
-__device__ __forceinline__ uint64_t p2pLaneBytes(uint64_t bytes, uint32_t lane) {
-  return clampLen(p2pLaneBegin(bytes, lane), roundUp(ceilDiv(bytes, p2pLanes(bytes)), 16), bytes);
+__device__ __forceinline__ uint64_t p2pLaneBytes(uint64_t bytes, uint64_t maxLanes, uint32_t lane) {
+  return clampLen(p2pLaneBegin(bytes, maxLanes, lane), roundUp(ceilDiv(bytes, p2pLanes(bytes, maxLanes)), 16), bytes);
 }
 // Whether an entry is in place with a peer: it receives into the bytes it sends from (sendrecv.cu).
 // Both directions then have the same lanes and chunks (one byte count).
