@@ -271,16 +271,12 @@ func TestFormatRow(t *testing.T) {
 	}{
 		{small, smallIn, "           8             2     float     sum      -1    20.41    0.00    0.00      0    19.97    0.00    0.00      0"},
 		{big, bigIn, "   134217728      33554432  bfloat16    none      -1    12346   10.87    5.44    N/A    456.8   10.87    5.44      3"},
-		{big, row{Size: big.Size, TimeUs: 1, BusBW: 9, Wrong: 0, InPlace: true, Skipped: "refused"},
-			"   134217728      33554432  bfloat16    none      -1    12346   10.87    5.44    N/A  skipped     N/A     N/A    N/A"},
 	} {
 		got := formatRow(c.out, c.in)
 		assert.Equal(t, c.want, got)
 		assertAligned(t, tableHeader, got)
 	}
 	assert.Equal(t, 3.0, avgBusBW([]row{{BusBW: 1}, {BusBW: 2}, {BusBW: 6}}))
-	assert.Equal(t, 3.0, avgBusBW([]row{{BusBW: 1}, {BusBW: 5}, {Skipped: "refused"}}), "skipped rows are not averaged")
-	assert.Zero(t, avgBusBW([]row{{Skipped: "refused"}}))
 	assert.Zero(t, avgBusBW(nil))
 }
 
@@ -309,14 +305,6 @@ func TestFormatCompareRow(t *testing.T) {
 			want: "  1073741824     268435456     float     sum      -1" +
 				"   3412.5  3394.1   1.01   314.65  316.36   314.65  316.36       12       0" +
 				"   3500.0   12346   0.28   306.78   86.97   306.78   86.97      N/A     N/A",
-		},
-		{
-			name: "a skipped row of ours, NCCL's unchecked",
-			ours: [2]row{mk("mscclpp", 1024, 7, 0.15, 0.07, 0, false), {Impl: "mscclpp", Size: 1024, InPlace: true, Wrong: -1, Skipped: "refused"}},
-			nccl: [2]row{mk("nccl", 1024, 14, 0.07, 0.04, 0, false), mk("nccl", 1024, 14, 0.07, 0.04, -1, true)},
-			want: "        1024           256     float     sum      -1" +
-				"     7.00   14.00   0.50     0.15    0.07     0.07    0.04        0       0" +
-				"  skipped   14.00    N/A      N/A    0.07      N/A    0.04      N/A     N/A",
 		},
 		{
 			name: "no NCCL time",
@@ -497,7 +485,7 @@ func TestHeaderLines(t *testing.T) {
 			name:     "alltoall, compare, checked",
 			opts:     &options{collective: "alltoall", impls: []string{implMscclpp, implNCCL}, iters: 20, check: true},
 			want:     []string{"# collective alltoall", "# in-place alltoall, nccl: timed, not checked", compareHeader},
-			dontWant: []string{"out-of-place alltoall", "in-place alltoall, mscclpp", "skipped:"},
+			dontWant: []string{"out-of-place alltoall", "in-place alltoall, mscclpp"},
 		},
 		{
 			name:     "nccl only",
@@ -573,12 +561,9 @@ func TestExpectedResults(t *testing.T) {
 func TestJSONRoundTrip(t *testing.T) {
 	rows := sampleRows(implMscclpp, implNCCL)
 	rows[3].Wrong = -1
-	rows[2].Skipped, rows[2].TimeUs, rows[2].AlgBW, rows[2].BusBW = "refused", 0, 0, 0
 	var buf bytes.Buffer
 	require.NoError(t, writeJSON(&buf, rows))
-	assert.Equal(t, 1, strings.Count(buf.String(), `"skipped"`), "only a skipped row says so")
-	for _, key := range []string{`"impl": "mscclpp"`, `"impl": "nccl"`, `"time_us"`, `"in_place": true`, `"busbw"`, `"graph": 1`, `"note"`,
-		`"skipped": "refused"`} {
+	for _, key := range []string{`"impl": "mscclpp"`, `"impl": "nccl"`, `"time_us"`, `"in_place": true`, `"busbw"`, `"graph": 1`, `"note"`} {
 		assert.Contains(t, buf.String(), key)
 	}
 	got, err := readJSON(&buf)
@@ -595,15 +580,6 @@ func TestPlot(t *testing.T) {
 		{"both", sampleRows(implMscclpp, implNCCL)},
 		{"ours", sampleRows(implMscclpp)},
 		{"nccl", sampleRows(implNCCL)},
-		{"ours skipped in place", func() []row {
-			rows := sampleRows(implMscclpp, implNCCL)
-			for i := range rows {
-				if rows[i].Impl == implMscclpp && rows[i].InPlace {
-					rows[i] = row{Impl: implMscclpp, Size: rows[i].Size, InPlace: true, Wrong: -1, Skipped: "refused"}
-				}
-			}
-			return rows
-		}()},
 	} {
 		path := filepath.Join(t.TempDir(), "bench.png")
 		require.NoError(t, writePlot(path, c.rows), c.name)
@@ -787,19 +763,18 @@ func TestRingPeers(t *testing.T) {
 	}
 }
 
-// TestPlanFor: out of place everything runs checked; in place NCCL's AlltoAll and both SendRecvs
-// run unchecked, and the rest (the library's AlltoAll among them) runs checked; nothing is skipped.
-func TestPlanFor(t *testing.T) {
+// TestUncheckedWhy: out of place everything runs checked; in place NCCL's AlltoAll and both
+// SendRecvs run unchecked, and the rest (the library's AlltoAll among them) runs checked.
+func TestUncheckedWhy(t *testing.T) {
 	for _, coll := range collectiveNames {
 		for _, impl := range []string{implMscclpp, implNCCL} {
-			assert.Equal(t, runPlan{}, planFor(coll, impl, false), "%s %s out of place", coll, impl)
-			p := planFor(coll, impl, true)
+			assert.Empty(t, uncheckedWhy(coll, impl, false), "%s %s out of place", coll, impl)
+			why := uncheckedWhy(coll, impl, true)
 			switch {
 			case coll == opAlltoAll && impl == implNCCL, coll == opSendRecv:
-				assert.Empty(t, p.skip, "%s %s", coll, impl)
-				assert.Contains(t, p.unchecked, "not checked", "%s %s", coll, impl)
+				assert.Contains(t, why, "not checked", "%s %s", coll, impl)
 			default:
-				assert.Equal(t, runPlan{}, p, "%s %s in place", coll, impl)
+				assert.Empty(t, why, "%s %s in place", coll, impl)
 			}
 		}
 	}

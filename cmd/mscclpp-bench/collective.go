@@ -39,27 +39,22 @@ func ringPeers(rank, nranks int) (next, prev int) {
 	return (rank + 1) % nranks, (rank - 1 + nranks) % nranks
 }
 
-// runPlan is how one implementation runs one collective and placement: skip says why it does not
-// run at all (it refuses the call), unchecked why its result is not checked (it is not defined).
-type runPlan struct{ skip, unchecked string }
-
-// planFor returns how impl runs the collective in the placement. Out of place everything runs and
-// is checked. In place, as nccl-tests lays it out: the library's AlltoAll (send == recv) is
-// checked, NCCL's is not (nccl-tests does not check it either); SendRecv (send == recv) runs on
-// both, unchecked, since a rank may receive over data it has yet to send. Nothing is skipped now;
-// a placement the library refused would be.
-func planFor(collective, impl string, inPlace bool) runPlan {
-	if !inPlace {
-		return runPlan{}
-	}
+// uncheckedWhy says why impl's result of the collective in the placement is timed but not checked
+// (it is not defined), or is empty: it is checked. Out of place everything is checked. In place, as
+// nccl-tests lays it out: the library's AlltoAll (send == recv) is checked, NCCL's is not
+// (nccl-tests does not check it either); SendRecv (send == recv) is checked on neither, since a
+// rank may receive over data it has yet to send to another rank.
+func uncheckedWhy(collective, impl string, inPlace bool) string {
 	switch {
+	case !inPlace:
+		return ""
 	case collective == opAlltoAll && impl == implNCCL:
-		return runPlan{unchecked: "timed, not checked, as nccl-tests' alltoall_perf does (it reports no errors in place)"}
+		return "timed, not checked, as nccl-tests' alltoall_perf does (it reports no errors in place)"
 	case collective == opSendRecv:
-		return runPlan{unchecked: "timed, not checked, as nccl-tests' sendrecv_perf does: one buffer is sent and received " +
-			"into, so a rank may overwrite data it has yet to send"}
+		return "timed, not checked, as nccl-tests' sendrecv_perf does: one buffer is sent and received " +
+			"into, so a rank may overwrite data it has yet to send"
 	}
-	return runPlan{}
+	return ""
 }
 
 // callBuffers is one call of the collective for a size and placement: its arguments, the input

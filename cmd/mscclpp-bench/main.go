@@ -373,20 +373,13 @@ func (b *bench) deviceLines(dev cuda.Device) ([]string, error) {
 	return lines, nil
 }
 
-// measure checks (with -c 1) and times one implementation, size and placement; a placement the
-// implementation refuses gives a row that says why (planFor), and one whose result is undefined
-// is timed unchecked.
+// measure checks (with -c 1) and times one implementation, size and placement; one whose result
+// is undefined is timed unchecked (uncheckedWhy).
 func (b *bench) measure(im impl, size int64, inPlace bool) (row, error) {
 	o, d := b.o, b.o.dtype
 	r := row{Impl: im.name(), Collective: o.collective, Datatype: d.name, Op: opName(o), Ranks: b.nranks,
 		Size: size, Count: size / int64(d.size), InPlace: inPlace, Wrong: -1, Graph: o.graph,
 		Registered: o.register && im.name() == implMscclpp}
-	plan := planFor(o.collective, im.name(), inPlace)
-	if plan.skip != "" {
-		// The same on every rank: no rank calls anything, MPI included.
-		r.Skipped = plan.skip
-		return r, nil
-	}
 	if o.graph > 0 {
 		// One direct call before the first capture, so that nothing is set up lazily (kernels
 		// loaded, NCCL connections made) while capturing.
@@ -397,7 +390,7 @@ func (b *bench) measure(im impl, size int64, inPlace bool) (row, error) {
 			return r, fmt.Errorf("stream synchronize before the graph capture: %w", err)
 		}
 	}
-	if o.check && plan.unchecked == "" {
+	if o.check && uncheckedWhy(o.collective, im.name(), inPlace) == "" {
 		wrong, err := b.check(im, size, inPlace)
 		if err != nil {
 			return r, fmt.Errorf("check: %w", err)

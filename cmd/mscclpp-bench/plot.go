@@ -61,7 +61,7 @@ func writePlot(path string, rows []row) error {
 		for _, inPlace := range []bool{false, true} {
 			var bwPts, latPts plotter.XYs
 			for _, r := range rows {
-				if r.Impl != impl || r.InPlace != inPlace || r.Size <= 0 || r.Skipped != "" {
+				if r.Impl != impl || r.InPlace != inPlace || r.Size <= 0 {
 					continue
 				}
 				bwPts = append(bwPts, plotter.XY{X: float64(r.Size), Y: r.BusBW})

@@ -28,7 +28,6 @@ type row struct {
 	InPlace    bool    `json:"in_place"`
 	Graph      int     `json:"graph"`                // -G: CUDA graph launches timed; 0: direct calls
 	Registered bool    `json:"registered,omitempty"` // -R 1: the library's buffers were registered
-	Skipped    string  `json:"skipped,omitempty"`    // why the row was not run: the implementation refuses the call
 }
 
 // busFactor is busbw/algbw for a collective over n ranks, as nccl-tests defines it.
@@ -92,14 +91,8 @@ func rootColumn(collective string) int {
 	return -1
 }
 
-// skippedText fills the time column of a skipped row; its other columns read N/A.
-const skippedText = "skipped"
-
-// measuredText is r's time, algbw, busbw and #wrong as the tables print them: N/A for a skipped row.
+// measuredText is r's time, algbw, busbw and #wrong as the tables print them.
 func measuredText(r row) (time, algbw, busbw, wrong string) {
-	if r.Skipped != "" {
-		return skippedText, "N/A", "N/A", "N/A"
-	}
 	return timeText(r.TimeUs), fmt.Sprintf("%.2f", r.AlgBW), fmt.Sprintf("%.2f", r.BusBW), wrongValue(r.Wrong)
 }
 
@@ -191,28 +184,23 @@ func center(label string, width int, fill byte) string {
 	return strings.Repeat(string(fill), left) + " " + label + " " + strings.Repeat(string(fill), pad-left)
 }
 
-// avgBusBW is the mean busbw over every row run, both placements, as nccl-tests averages it.
+// avgBusBW is the mean busbw over every row, both placements, as nccl-tests averages it.
 func avgBusBW(rows []row) float64 {
-	var s float64
-	var n int
-	for _, r := range rows {
-		if r.Skipped == "" {
-			s += r.BusBW
-			n++
-		}
-	}
-	if n == 0 {
+	if len(rows) == 0 {
 		return 0
 	}
-	return s / float64(n)
+	var s float64
+	for _, r := range rows {
+		s += r.BusBW
+	}
+	return s / float64(len(rows))
 }
 
 // jsonNote explains the rows of --json.
 const jsonNote = "impl: mscclpp = this library's collectives, nccl = NCCL in the same process (same buffers and stream); " +
 	"time_us: per call, max over ranks; size: bytes (AllGather: received per rank; ReduceScatter: sent per rank; " +
 	"AlltoAll: sent per rank, size/ranks to each; SendRecv: sent to the next rank); algbw, busbw: GB/s; " +
-	"wrong: summed over ranks, -1 when not checked; graph: CUDA graph launches timed, 0 for direct calls; " +
-	"skipped: why the row was not run (the implementation refuses that placement)"
+	"wrong: summed over ranks, -1 when not checked; graph: CUDA graph launches timed, 0 for direct calls"
 
 // summaryLines are the lines after the table: wrong results (with -c 1) and the average bus
 // bandwidth, per implementation and with the mean time ratio under --compare-nccl.
@@ -351,19 +339,17 @@ func (b *bench) headerLines(devLines []string) []string {
 	return append(lines, tableHeader)
 }
 
-// planLines say which placements of the measured implementations are skipped or, with -c 1,
-// not checked, and why (planFor).
+// planLines say, with -c 1, which placements of the measured implementations are not checked,
+// and why (uncheckedWhy).
 func planLines(o *options) []string {
+	if !o.check {
+		return nil
+	}
 	var lines []string
 	for _, inPlace := range []bool{false, true} {
 		for _, impl := range o.impls {
-			p := planFor(o.collective, impl, inPlace)
-			what := fmt.Sprintf("# %s %s, %s:", placement(inPlace), o.collective, impl)
-			switch {
-			case p.skip != "":
-				lines = append(lines, what+" skipped: "+p.skip)
-			case p.unchecked != "" && o.check:
-				lines = append(lines, what+" "+p.unchecked)
+			if why := uncheckedWhy(o.collective, impl, inPlace); why != "" {
+				lines = append(lines, fmt.Sprintf("# %s %s, %s: %s", placement(inPlace), o.collective, impl, why))
 			}
 		}
 	}
