@@ -139,6 +139,8 @@ type p2pPeer struct {
 // The k-th send from rank a to rank b meets the k-th receive of b from a, whatever other calls
 // (point-to-point or collective) the two made in between; the receive's count must be the send's
 // (in bytes). A call waits only for the peers it names, at most 16 (maxP2PPeers), this rank included.
+// A send to a peer and a receive from it of the same size on the same buffer exchange it in place
+// (sendrecv.cu; across hosts every send is staged before any receive lands).
 func (c *Comm) SendRecv(ops []P2POp, s cuda.Stream) error {
 	fail := func(err error) error { return fmt.Errorf("sendrecv of %d operations: %w", len(ops), err) }
 	peers, order, err := planSendRecv(ops, c.rank, c.nRanks)

@@ -174,7 +174,8 @@ typedef struct {
 /* Queues the nops sends and receives of ops as one launch on `stream`, NCCL's ncclSend/ncclRecv
  * between ncclGroupStart/End: at most one send and one receive per peer and at most 16 peers per
  * call (else mscclppInvalidArgument), all progressing together; a send to this rank needs a
- * receive from it of the same size in the same call (a copy). */
+ * receive from it of the same size in the same call (a copy). A send to a peer and a receive from
+ * it of the same size on the same buffer exchange it in place. */
 mscclppResult_t mscclppSendRecv(const mscclppP2POp* ops, int nops, mscclppCollComm_t collComm, mscclppStream_t stream);
 /* Sends block j of sendbuff (`count` elements at element j * count) to rank j and receives block
  * i of recvbuff from rank i, on every rank (ncclAlltoAll). In place when sendbuff == recvbuff

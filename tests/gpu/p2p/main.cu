@@ -5,7 +5,8 @@
 //   ring: every rank sends to its right and receives from its left in one call (0 elements to
 //   16 MiB, several types, aligned and one element off);
 //   pairwise exchange: ranks 2k and 2k+1 send to and receive from each other in one call (a rank
-//   without a partner copies to itself);
+//   without a partner copies to itself), out of place and in place (one buffer sent and received
+//   into; up to 72 MiB);
 //   self: a send to this rank and a receive from it in one call (a copy);
 //   matching per pair: every rank sends two messages to every peer, one call per send, the peers
 //   in an order of its own, then an AllReduce, then receives them, one call per receive, in
@@ -128,22 +129,24 @@ mscclppP2POp op(int peer, bool send, void* buf, size_t count, mscclppDataType_t 
 }
 
 // One call: send n elements to `to` and receive n from `from` (to == from == this rank: a copy).
+// In place (to == from): one buffer is sent to the peer and received into, an exchange.
 template <typename T>
 void checkExchange(Group& g, mscclppCollComm_t comm, cudaStream_t s, int to, int from, size_t n, size_t offset,
-                   int salt) {
+                   int salt, bool inPlace = false) {
   const std::string what = std::string(Type<T>::name) + " count " + std::to_string(n) + " to " + std::to_string(to) +
-                           " from " + std::to_string(from) + (offset ? " unaligned" : "");
+                           " from " + std::to_string(from) + (offset ? " unaligned" : "") + (inPlace ? " in place" : "");
   const size_t bytes = n * sizeof(T);
   Buffer send(bytes, offset * sizeof(T)), recv(bytes, offset * sizeof(T));
+  Buffer& input = inPlace ? recv : send;
   const std::vector<T> out = message<T>(g_rank, to, n, salt);
-  send.upload(out.data(), bytes);
-  mscclppP2POp ops[2] = {op(to, true, send.data(), n, Type<T>::id), op(from, false, recv.data(), n, Type<T>::id)};
+  input.upload(out.data(), bytes);
+  mscclppP2POp ops[2] = {op(to, true, input.data(), n, Type<T>::id), op(from, false, recv.data(), n, Type<T>::id)};
   if (g_rank % 2) std::swap(ops[0], ops[1]);  // the order of a call's operations does not matter
   if (!called(g, what, mscclppSendRecv(ops, 2, comm, s))) return;
   CUDA(cudaStreamSynchronize(s));
   const std::vector<T> want = message<T>(from, g_rank, n, salt);
   recv.check(g, what, 0, want.data(), bytes);
-  send.check(g, what + " (send buffer)", 0, out.data(), bytes);
+  if (!inPlace) send.check(g, what + " (send buffer)", 0, out.data(), bytes);
 }
 
 const std::vector<size_t> kBytes = {0, 1, 7, 16, 1000, 4099, 65536, 65537, 200003, (1u << 20) + 3, 4u << 20,
@@ -165,6 +168,10 @@ void pairSweep(mscclppCollComm_t comm, cudaStream_t s) {
   const int partner = (g_rank ^ 1) < g_nranks ? (g_rank ^ 1) : g_rank;
   int salt = 0;
   for (size_t b : kBytes) checkExchange<T>(g, comm, s, partner, partner, b / sizeof(T), 0, ++salt);
+  // In place: a lane receives a chunk only once it has sent those bytes (up to 72 MiB: many
+  // chunks per lane).
+  for (size_t b : kBytes) checkExchange<T>(g, comm, s, partner, partner, b / sizeof(T), 0, ++salt, true);
+  checkExchange<T>(g, comm, s, partner, partner, ((size_t(72) << 20) + 5) / sizeof(T), 0, ++salt, true);
   g.finish();
 }
 
