@@ -58,11 +58,6 @@ type Comm struct {
 	args     kernelArgs // the fields every call shares
 	p2pArgs  p2pArgs    // the fields every SendRecv and AlltoAll launch shares (p2p.go)
 
-	// staging is where an in-place AlltoAll across hosts copies its input first
-	// (stageInput); stagingBytes its size, 0 until the first such call.
-	staging      cuda.DevicePtr
-	stagingBytes uint64
-
 	regTable cuda.DevicePtr                  // coll::Registration [maxRegistrations][nRanks]; 0 before the first
 	regSlots [maxRegistrations]*Registration // by table row; nil: free
 	regs     []*Registration                 // the open registrations, sorted by address
@@ -625,10 +620,6 @@ func (c *Comm) release() error {
 		var errList []error
 		for _, p := range c.allocs {
 			errList = append(errList, cuda.MemFree(p))
-		}
-		if c.staging != 0 {
-			errList = append(errList, cuda.MemFree(c.staging))
-			c.staging, c.stagingBytes = 0, 0
 		}
 		for _, m := range c.modules {
 			errList = append(errList, m.Unload())

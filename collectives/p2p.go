@@ -2,7 +2,6 @@ package collectives
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"structs"
 	"unsafe"
@@ -223,7 +222,7 @@ func planSendRecv(ops []P2POp, rank, nRanks int) (map[int]*p2pPeer, []int, error
 // launch on both sides. Blocks of up to alltoAllLL128MaxBytes go, where the GPUs are joined by
 // NVLink, in LL128 lines in one collective kernel instead (chooseAlltoAll), in place too. In place
 // on the lanes, a lane receives a chunk into its peer's block only once it has sent those bytes
-// (sendrecv.cu); across hosts the input is first copied aside on s (stageInput).
+// (sendrecv.cu); across hosts every block for another host is staged before any block lands.
 func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cuda.Stream) error {
 	fail := func(err error) error { return fmt.Errorf("alltoall of %d %s per rank: %w", count, dt, err) }
 	if err := checkCall(send, recv, count, dt); err != nil {
@@ -246,13 +245,6 @@ func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cud
 		return nil
 	}
 	if c.span != nil { // every distance in one call: the path across hosts takes any number of peers
-		if send == recv && c.nRanks > 1 {
-			staged, err := c.stageInput(send, total, s)
-			if err != nil {
-				return fail(err)
-			}
-			send = staged
-		}
 		peers, order := alltoAllPeers(ringSteps(c.rank, c.nRanks, 0, c.nRanks), send, recv, bytes)
 		return wrapFail(fail, c.spanCall(func() error { return c.span.p2p(peers, order, s) }))
 	}
@@ -263,41 +255,6 @@ func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cud
 		}
 	}
 	return nil
-}
-
-// stageInput queues on s a copy of the n bytes at src into the Comm's staging buffer and returns
-// the buffer. An in-place AlltoAll across hosts sends from the copy: a rank receives block j from
-// rank j while it still sends its own block j to it. The buffer grows by doubling and serves every
-// later call (a Comm's calls run one after another on the GPU); cuMemFree of the smaller one waits
-// for the GPU. Growing allocates, which a CUDA graph capture refuses: run one call of the size
-// before capturing.
-func (c *Comm) stageInput(src cuda.DevicePtr, n uint64, s cuda.Stream) (cuda.DevicePtr, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkUsable(); err != nil {
-		return 0, err
-	}
-	err := c.onGPU(func() error {
-		if n > c.stagingBytes {
-			grown := max(c.stagingBytes, 1<<20)
-			for grown < n {
-				grown *= 2
-			}
-			p, err := cuda.MemAlloc(int(grown))
-			if err != nil {
-				return fmt.Errorf("staging buffer of %d bytes for an in-place AlltoAll (inside a CUDA graph capture, "+
-					"run one call of this size before capturing): %w", grown, err)
-			}
-			if c.staging != 0 {
-				if err := cuda.MemFree(c.staging); err != nil {
-					return errors.Join(fmt.Errorf("freeing the smaller staging buffer: %w", err), cuda.MemFree(p))
-				}
-			}
-			c.staging, c.stagingBytes = p, grown
-		}
-		return cuda.MemcpyAsync(c.staging, src, int(n), s)
-	})
-	return c.staging, err
 }
 
 // alltoAllPeers is what AlltoAll does with each peer at the distances of steps: block `to` of send

@@ -178,10 +178,8 @@ typedef struct {
  * it of the same size on the same buffer exchange it in place. */
 mscclppResult_t mscclppSendRecv(const mscclppP2POp* ops, int nops, mscclppCollComm_t collComm, mscclppStream_t stream);
 /* Sends block j of sendbuff (`count` elements at element j * count) to rank j and receives block
- * i of recvbuff from rank i, on every rank (ncclAlltoAll). In place when sendbuff == recvbuff
- * (across hosts the input is then first copied on `stream` into a buffer the communicator keeps
- * and grows: inside a CUDA graph capture, make one call of that size before capturing); other
- * overlapping buffers are refused. Queued on `stream`. */
+ * i of recvbuff from rank i, on every rank (ncclAlltoAll). In place when sendbuff == recvbuff;
+ * other overlapping buffers are refused. Queued on `stream`. */
 mscclppResult_t mscclppAlltoAll(const void* sendbuff, void* recvbuff, size_t count, mscclppDataType_t datatype,
                                 mscclppCollComm_t collComm, mscclppStream_t stream);
 
