@@ -225,10 +225,9 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
   callPath p;
   CHECK(route(comm, shimAlltoAll, true, call, &p));
   if (p.native) {
-    /* In place (send == recv) the library's AlltoAll handles itself. */
-    const void* in = sendbuff;
+    /* In place (send == recv) too: the library's AlltoAll takes it. */
     return shimGroupError(nativeResult(
-        comm, call, mscclppAlltoAll(in, recvbuff, count, (mscclppDataType_t)datatype, comm->coll, stream)));
+        comm, call, mscclppAlltoAll(sendbuff, recvbuff, count, (mscclppDataType_t)datatype, comm->coll, stream)));
   }
   if (p.nccl->ncclAlltoAll == NULL) {
     return shimGroupError(shimFail(ncclInvalidUsage, comm, call, "the real NCCL (%s) has no ncclAlltoAll", p.nccl->path));
