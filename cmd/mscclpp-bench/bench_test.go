@@ -763,18 +763,21 @@ func TestRingPeers(t *testing.T) {
 	}
 }
 
-// TestUncheckedWhy: out of place everything runs checked; in place NCCL's AlltoAll and both
-// SendRecvs run unchecked, and the rest (the library's AlltoAll among them) runs checked.
+// TestUncheckedWhy: out of place everything runs checked; in place NCCL's AlltoAll and SendRecv
+// run unchecked, and so does the library's SendRecv on more than 2 ranks (on 2 it is an exchange
+// with one peer); the rest (the library's AlltoAll among them) runs checked.
 func TestUncheckedWhy(t *testing.T) {
 	for _, coll := range collectiveNames {
 		for _, impl := range []string{implMscclpp, implNCCL} {
-			assert.Empty(t, uncheckedWhy(coll, impl, false), "%s %s out of place", coll, impl)
-			why := uncheckedWhy(coll, impl, true)
-			switch {
-			case coll == opAlltoAll && impl == implNCCL, coll == opSendRecv:
-				assert.Contains(t, why, "not checked", "%s %s", coll, impl)
-			default:
-				assert.Empty(t, why, "%s %s in place", coll, impl)
+			for _, nranks := range []int{1, 2, 3, 8} {
+				assert.Empty(t, uncheckedWhy(coll, impl, false, nranks), "%s %s out of place", coll, impl)
+				why := uncheckedWhy(coll, impl, true, nranks)
+				switch {
+				case coll == opAlltoAll && impl == implNCCL, coll == opSendRecv && (impl == implNCCL || nranks > 2):
+					assert.Contains(t, why, "not checked", "%s %s, %d ranks", coll, impl, nranks)
+				default:
+					assert.Empty(t, why, "%s %s in place, %d ranks", coll, impl, nranks)
+				}
 			}
 		}
 	}
@@ -782,16 +785,19 @@ func TestUncheckedWhy(t *testing.T) {
 
 func TestPlanLines(t *testing.T) {
 	both := []string{implMscclpp, implNCCL}
-	assert.Empty(t, planLines(&options{collective: opAllReduce, impls: both, check: true}))
+	assert.Empty(t, planLines(&options{collective: opAllReduce, impls: both, check: true}, 4))
 	assert.Equal(t, []string{
 		"# in-place alltoall, nccl: timed, not checked, as nccl-tests' alltoall_perf does (it reports no errors in place)",
-	}, planLines(&options{collective: opAlltoAll, impls: both, check: true}))
-	assert.Empty(t, planLines(&options{collective: opAlltoAll, impls: both}), "without -c 1 nothing is said")
-	assert.Empty(t, planLines(&options{collective: opAlltoAll, impls: []string{implNCCL}}))
-	lines := planLines(&options{collective: opSendRecv, impls: both, check: true})
+	}, planLines(&options{collective: opAlltoAll, impls: both, check: true}, 4))
+	assert.Empty(t, planLines(&options{collective: opAlltoAll, impls: both}, 4), "without -c 1 nothing is said")
+	assert.Empty(t, planLines(&options{collective: opAlltoAll, impls: []string{implNCCL}}, 4))
+	lines := planLines(&options{collective: opSendRecv, impls: both, check: true}, 4)
 	require.Len(t, lines, 2)
 	assert.True(t, strings.HasPrefix(lines[0], "# in-place sendrecv, mscclpp: timed, not checked"), lines[0])
 	assert.True(t, strings.HasPrefix(lines[1], "# in-place sendrecv, nccl: timed, not checked"), lines[1])
+	lines = planLines(&options{collective: opSendRecv, impls: both, check: true}, 2)
+	require.Len(t, lines, 1, "on 2 ranks the library's in-place sendrecv is an exchange, checked")
+	assert.True(t, strings.HasPrefix(lines[0], "# in-place sendrecv, nccl: timed, not checked"), lines[0])
 }
 
 func TestNCCLSupport(t *testing.T) {

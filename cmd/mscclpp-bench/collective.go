@@ -39,17 +39,20 @@ func ringPeers(rank, nranks int) (next, prev int) {
 	return (rank + 1) % nranks, (rank - 1 + nranks) % nranks
 }
 
-// uncheckedWhy says why impl's result of the collective in the placement is timed but not checked
-// (it is not defined), or is empty: it is checked. Out of place everything is checked. In place, as
-// nccl-tests lays it out: the library's AlltoAll (send == recv) is checked, NCCL's is not
-// (nccl-tests does not check it either); SendRecv (send == recv) is checked on neither, since a
-// rank may receive over data it has yet to send to another rank.
-func uncheckedWhy(collective, impl string, inPlace bool) string {
+// uncheckedWhy says why impl's result of the collective in the placement on nranks ranks is timed
+// but not checked (it is not defined), or is empty: it is checked. Out of place everything is
+// checked. In place, as nccl-tests lays it out: the library's AlltoAll (send == recv) is checked,
+// NCCL's is not (nccl-tests does not check it either); SendRecv (send == recv) is checked for the
+// library on up to 2 ranks, where it sends to and receives from one peer (an exchange in place,
+// collectives.h), and otherwise not: a rank may receive over data it has yet to send to another.
+func uncheckedWhy(collective, impl string, inPlace bool, nranks int) string {
 	switch {
 	case !inPlace:
 		return ""
 	case collective == opAlltoAll && impl == implNCCL:
 		return "timed, not checked, as nccl-tests' alltoall_perf does (it reports no errors in place)"
+	case collective == opSendRecv && impl == implMscclpp && nranks <= 2:
+		return ""
 	case collective == opSendRecv:
 		return "timed, not checked, as nccl-tests' sendrecv_perf does: one buffer is sent and received " +
 			"into, so a rank may overwrite data it has yet to send"

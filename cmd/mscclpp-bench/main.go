@@ -390,7 +390,7 @@ func (b *bench) measure(im impl, size int64, inPlace bool) (row, error) {
 			return r, fmt.Errorf("stream synchronize before the graph capture: %w", err)
 		}
 	}
-	if o.check && uncheckedWhy(o.collective, im.name(), inPlace) == "" {
+	if o.check && uncheckedWhy(o.collective, im.name(), inPlace, b.nranks) == "" {
 		wrong, err := b.check(im, size, inPlace)
 		if err != nil {
 			return r, fmt.Errorf("check: %w", err)

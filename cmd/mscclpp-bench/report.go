@@ -329,7 +329,7 @@ func (b *bench) headerLines(devLines []string) []string {
 		lines = append(lines, fmt.Sprintf("# time: wall clock around %d launches of a CUDA graph of %d captured calls + stream synchronize, per call, max over ranks",
 			o.graph, o.iters))
 	}
-	lines = append(lines, planLines(o)...)
+	lines = append(lines, planLines(o, b.nranks)...)
 	lines = append(lines, "#", "# Using devices")
 	lines = append(lines, devLines...)
 	lines = append(lines, "#")
@@ -339,16 +339,16 @@ func (b *bench) headerLines(devLines []string) []string {
 	return append(lines, tableHeader)
 }
 
-// planLines say, with -c 1, which placements of the measured implementations are not checked,
-// and why (uncheckedWhy).
-func planLines(o *options) []string {
+// planLines say, with -c 1, which placements of the measured implementations on nranks ranks are
+// not checked, and why (uncheckedWhy).
+func planLines(o *options, nranks int) []string {
 	if !o.check {
 		return nil
 	}
 	var lines []string
 	for _, inPlace := range []bool{false, true} {
 		for _, impl := range o.impls {
-			if why := uncheckedWhy(o.collective, impl, inPlace); why != "" {
+			if why := uncheckedWhy(o.collective, impl, inPlace, nranks); why != "" {
 				lines = append(lines, fmt.Sprintf("# %s %s, %s: %s", placement(inPlace), o.collective, impl, why))
 			}
 		}
