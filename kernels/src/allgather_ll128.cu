@@ -18,10 +18,7 @@ __device__ __forceinline__ void allgatherLL128(const Args& a) {
 
   sendLines(a, 0, a.nRanks - 1, packetSlotOffset(a, parity, kPacketLines, a.rank), static_cast<const char*>(a.send),
             recv + a.rank * bytes, bytes, flag, warp, nWarps);
-  for (uint32_t p = 0; p < a.nRanks - 1; ++p) {
-    const uint64_t r = peerRank(a, p);
-    receiveLines(a, packetSlotOffset(a, parity, kPacketLines, r), recv + r * bytes, bytes, flag, warp, nWarps);
-  }
+  receivePeersLines(a, parity, recv, bytes, flag, warp, nWarps);
   finishCall(a.state);
 }
 

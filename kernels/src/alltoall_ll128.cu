@@ -35,10 +35,7 @@ __device__ __forceinline__ void alltoallLL128(const Args& a) {
     copyBytes(recv + a.rank * bytes, send + a.rank * bytes, bytes, blockIdx.x * blockDim.x + threadIdx.x,
               gridDim.x * blockDim.x);
   }
-  for (uint32_t p = 0; p < a.nRanks - 1; ++p) {
-    const uint64_t r = peerRank(a, p);
-    receiveLines(a, packetSlotOffset(a, parity, kPacketLines, r), recv + r * bytes, bytes, flag, warp, nWarps);
-  }
+  receivePeersLines(a, parity, recv, bytes, flag, warp, nWarps);
   finishCall(a.state);
 }
 

@@ -109,6 +109,16 @@ __device__ __forceinline__ void receiveLines(const Args& a, uint64_t slotOffset,
   }
 }
 
+// receiveLines for every peer r: its lines in r's slot of this call's half (parity) of this
+// rank's line region, `bytes` bytes stored at r's block of recv.
+__device__ __forceinline__ void receivePeersLines(const Args& a, uint32_t parity, char* recv, uint64_t bytes,
+                                                  uint64_t flag, uint64_t warp, uint64_t nWarps) {
+  for (uint32_t p = 0; p < a.nRanks - 1; ++p) {
+    const uint64_t r = peerRank(a, p);
+    receiveLines(a, packetSlotOffset(a, parity, kPacketLines, r), recv + r * bytes, bytes, flag, warp, nWarps);
+  }
+}
+
 }  // namespace coll
 
 #endif  // MSCCLPP_KERNELS_LL128_CUH_
