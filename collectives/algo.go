@@ -384,10 +384,11 @@ func chooseReduceScatter(bytes uint64, dt DataType, op Op, nRanks, maxGrid int) 
 // and all-gather rounds (sag), whose root sends each byte once instead of once per peer (up to
 // maxZeroCopyPeers + 1 ranks: the kernel keeps the other receivers in shared memory), and from
 // ringBroadcastMinBytes the chain in rounds (ring), whose ranks each store to one peer only.
-// Measured on 4 x H200 only. forced is MSCCLPP_BROADCAST_ALGO: packet where the message fits a
-// packet slot, put always, ll128 on 2 or more ranks (a chain of two: the root's lines to the other
-// rank; auto does not pick it there, unmeasured), sag and ring on the rank counts they serve, else
-// auto.
+// The choices on 3 or more ranks were measured on 4 x H200. forced is MSCCLPP_BROADCAST_ALGO:
+// packet where the message fits a packet slot, put always, ll128 on 2 or more ranks (a chain of
+// two: the root's lines to the other rank; auto does not pick it there: slower than auto's packets
+// and put at every size measured, 64 KiB - 64 MiB on 2 x H200), sag and ring on the rank counts
+// they serve, else auto.
 func chooseBroadcast(bytes uint64, nRanks, maxGrid int, lines bool, forced string) plan {
 	fitsPackets := bytes <= allGatherPacketLimit(nRanks)
 	chain := nRanks >= 3

@@ -153,8 +153,9 @@ size is the total bytes each rank receives), ReduceScatter (whose size is the to
 rank sends) and AlltoAll (whose size is either buffer: each rank sends size/n bytes to every rank),
 algbw for Broadcast (from rank 0) and SendRecv (each rank sends size bytes to rank+1 and receives
 size bytes from rank-1, one ncclSend and one ncclRecv in a group on NCCL's side).
-In place, the library's AlltoAll is checked; NCCL's AlltoAll and both SendRecvs are timed but
-not checked, as in nccl-tests.
+In place, the library's AlltoAll is checked, and its SendRecv on 2 ranks (an exchange with one
+peer); NCCL's AlltoAll and SendRecv, and the library's SendRecv on more ranks, are timed but not
+checked, as in nccl-tests.
 
 Options:
 `
