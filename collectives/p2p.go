@@ -33,13 +33,17 @@ const (
 	maxP2PPeers = 16
 	// p2pLanes, p2pChunkBytes, p2pLaneBytes, p2pSmallLanes, p2pLaneMinBytes: coll::kP2PLanes,
 	// kP2PChunkBytes, kP2PLaneBytes, kP2PSmallLanes, kP2PLaneMinBytes (laneCount).
-	p2pLanes        = 32
+	p2pLanes        = 64
 	p2pChunkBytes   = 256 << 10
 	p2pLaneBytes    = 128 << 10
 	p2pSmallLanes   = 8
 	p2pLaneMinBytes = 16 << 10
 	// p2pThreads is coll::kP2PThreads.
 	p2pThreads = 1024
+	// alltoAllLanes is the most lanes of one transfer of an AlltoAll (p2pMaxLanes): on two ranks
+	// its three transfers (the copy to this rank, the send, the receive) then take 96 blocks,
+	// where p2pLanes lanes would need 192, more than maxBlocks.
+	alltoAllLanes = 32
 	// p2pStreamBytes is one stream's region of the receiver's p2p scratch (coll::kP2PStreamBytes).
 	p2pStreamBytes = p2pLanes * 2 * p2pChunkBytes
 	// p2pSemaphoreTag is the first semaphore tag of the p2p lanes (the memory channels of the
@@ -105,15 +109,20 @@ func laneCount(bytes uint64, maxLanes int) int {
 	return int(min(uint64(maxLanes), n))
 }
 
-// p2pMaxLanes is the most lanes one transfer of a launch takes: p2pLanes, but half as many for an
-// AlltoAll whose every transfer on p2pLanes lanes would need more than maxBlocks blocks (three
-// ranks or more), so that its launch stays near one item per block. Sender and receiver must
-// agree: a SendRecv always takes p2pLanes, an AlltoAll a number both sides derive from nRanks.
+// p2pMaxLanes is the most lanes one transfer of a launch takes: p2pLanes for a SendRecv;
+// alltoAllLanes for an AlltoAll, but half as many where its every transfer on alltoAllLanes lanes
+// would need more than maxBlocks blocks (three ranks or more), so that its launch stays near one
+// item per block. Sender and receiver must agree: a SendRecv always takes p2pLanes, an AlltoAll a
+// number both sides derive from nRanks.
 func p2pMaxLanes(alltoAll bool, nRanks int) int {
-	if alltoAll && (2*min(nRanks, maxP2PPeers)-1)*p2pLanes > maxBlocks {
-		return p2pLanes / 2
+	switch {
+	case !alltoAll:
+		return p2pLanes
+	case (2*min(nRanks, maxP2PPeers)-1)*alltoAllLanes > maxBlocks:
+		return alltoAllLanes / 2
+	default:
+		return alltoAllLanes
 	}
-	return p2pLanes
 }
 
 // p2pScratchBytes is the size of a rank's p2p scratch: a stream region per rank (its own unused,

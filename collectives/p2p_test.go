@@ -65,16 +65,17 @@ func TestLaneCount(t *testing.T) {
 		{128 << 10, 32, 8}, {128<<10 + 1, 32, 8}, {512 << 10, 32, 8}, {1 << 20, 32, 8}, {1<<20 + 1, 32, 9},
 		{2 << 20, 32, 16}, {2<<20 + 1, 32, 17}, {4 << 20, 32, 32}, {1 << 30, 32, 32},
 		{2 << 20, 16, 16}, {2<<20 + 1, 16, 16}, {1 << 30, 16, 16}, {128 << 10, 16, 8},
+		{4 << 20, 64, 32}, {8 << 20, 64, 64}, {8<<20 + 1, 64, 64}, {1 << 30, 64, 64}, {1 << 20, 64, 8},
 	} {
 		assert.Equal(t, tt.lanes, laneCount(tt.bytes, tt.maxLanes), "%d bytes, at most %d lanes", tt.bytes, tt.maxLanes)
 	}
-	assert.Equal(t, uint64(16<<20)+peerAllocAlign, p2pScratchBytes(1), "the streams, then the in-place counters")
-	assert.Equal(t, uint64(32<<20)+peerAllocAlign, p2pScratchBytes(2))
-	assert.Equal(t, uint64(p2pStreamBytes), uint64(16<<20))
+	assert.Equal(t, uint64(32<<20)+peerAllocAlign, p2pScratchBytes(1), "the streams, then the in-place counters")
+	assert.Equal(t, uint64(64<<20)+peerAllocAlign, p2pScratchBytes(2))
+	assert.Equal(t, uint64(p2pStreamBytes), uint64(32<<20))
 }
 
-// TestP2PMaxLanes: AlltoAll keeps one block per item where every lane fits in maxBlocks blocks
-// (two ranks), half the lanes beyond; SendRecv always takes them all.
+// TestP2PMaxLanes: AlltoAll keeps one block per item where alltoAllLanes lanes per transfer fit in
+// maxBlocks blocks (two ranks), half as many beyond; SendRecv always takes every lane.
 func TestP2PMaxLanes(t *testing.T) {
 	for _, tt := range []struct {
 		alltoAll bool
@@ -82,8 +83,7 @@ func TestP2PMaxLanes(t *testing.T) {
 		want     int
 	}{
 		{false, 2, p2pLanes}, {false, 8, p2pLanes}, {false, 64, p2pLanes},
-		{true, 1, p2pLanes}, {true, 2, p2pLanes}, {true, 3, p2pLanes / 2}, {true, 4, p2pLanes / 2},
-		{true, 64, p2pLanes / 2},
+		{true, 1, 32}, {true, 2, 32}, {true, 3, 16}, {true, 4, 16}, {true, 64, 16},
 	} {
 		assert.Equal(t, tt.want, p2pMaxLanes(tt.alltoAll, tt.nRanks), "alltoall %v, %d ranks", tt.alltoAll, tt.nRanks)
 	}
@@ -159,19 +159,19 @@ func TestPlanSendRecv(t *testing.T) {
 			{Peer: 3, Send: true, Buf: p + 8<<20, Count: 1 << 20, Type: Float32},
 		}, []int{3}, []p2pEntry{
 			{Peer: 3, Send: uintptr(p + 8<<20), Recv: uintptr(p), SendBytes: 4 << 20, RecvBytes: 4 << 20},
-		}, 2 * p2pLanes},
+		}, 64},
 		{"exchange in place with one peer", []P2POp{
 			{Peer: 3, Send: true, Buf: p, Count: 1 << 20, Type: Float32},
 			{Peer: 3, Buf: p, Count: 1 << 20, Type: Float32},
 		}, []int{3}, []p2pEntry{
 			{Peer: 3, Send: uintptr(p), Recv: uintptr(p), SendBytes: 4 << 20, RecvBytes: 4 << 20},
-		}, 2 * p2pLanes},
+		}, 64},
 		{"same buffer, sizes differ", []P2POp{
 			{Peer: 3, Send: true, Buf: p, Count: 1 << 20, Type: Float32},
 			{Peer: 3, Buf: p, Count: 1 << 19, Type: Float32},
 		}, []int{3}, []p2pEntry{
 			{Peer: 3, Send: uintptr(p), Recv: uintptr(p), SendBytes: 4 << 20, RecvBytes: 2 << 20},
-		}, p2pLanes + 16},
+		}, 32 + 16},
 		{"self copy", []P2POp{
 			{Peer: 1, Send: true, Buf: p, Count: 3, Type: Float64},
 			{Peer: 1, Buf: p + 64, Count: 3, Type: Float64},

@@ -24,7 +24,7 @@ constexpr uint32_t kMaxP2PPeers = 16;
 // to the launch's maxLanes (at most kP2PLanes), but a small one spreads over up to kP2PSmallLanes
 // lanes of at least kP2PLaneMinBytes (see p2pLanes). Must equal collectives.p2pLanes, p2pChunkBytes, p2pLaneBytes,
 // p2pSmallLanes and p2pLaneMinBytes.
-constexpr uint32_t kP2PLanes = 32;
+constexpr uint32_t kP2PLanes = 64;
 constexpr uint64_t kP2PChunkBytes = 256 << 10;
 constexpr uint64_t kP2PLaneBytes = 128 << 10;
 constexpr uint32_t kP2PSmallLanes = 8;
@@ -59,7 +59,7 @@ struct P2PArgs {
   int64_t maxSpins;     // bound of the polling loop's idle sweeps (wait.cuh); < 0: no bound
   uint32_t* abort;      // the communicator's abort words, host memory mapped into the device (wait.cuh)
   uint64_t nEntries;    // entries used
-  uint64_t maxLanes;    // the most lanes of one transfer in this launch: kP2PLanes, or half for a wide AlltoAll
+  uint64_t maxLanes;    // the most lanes of one transfer in this launch: kP2PLanes, fewer for AlltoAll
   P2PEntry entries[kMaxP2PPeers];
 };
 

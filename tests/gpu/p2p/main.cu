@@ -3,7 +3,7 @@
 // against values computed on the host.
 //
 //   ring: every rank sends to its right and receives from its left in one call (0 elements to
-//   16 MiB, several types, aligned and one element off);
+//   21 MiB, several types, aligned and one element off);
 //   pairwise exchange: ranks 2k and 2k+1 send to and receive from each other in one call (a rank
 //   without a partner copies to itself), out of place and in place (one buffer sent and received
 //   into; up to 72 MiB);
@@ -149,8 +149,9 @@ void checkExchange(Group& g, mscclppCollComm_t comm, cudaStream_t s, int to, int
   if (!inPlace) send.check(g, what + " (send buffer)", 0, out.data(), bytes);
 }
 
+// From 8 MiB a transfer takes all 64 lanes; at 21 MiB + 13 each lane has two chunks, the second partial.
 const std::vector<size_t> kBytes = {0, 1, 7, 16, 1000, 4099, 65536, 65537, 200003, (1u << 20) + 3, 4u << 20,
-                                    (5u << 20) + 11, 16u << 20};
+                                    (5u << 20) + 11, 16u << 20, (21u << 20) + 13};
 
 template <typename T>
 void ringSweep(mscclppCollComm_t comm, cudaStream_t s) {
