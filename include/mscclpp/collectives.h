@@ -159,7 +159,7 @@ mscclppResult_t mscclppScale(const void* src, void* dst, size_t count, mscclppDa
  * NCCL's meaning: the k-th send from rank a to rank b meets the k-th receive of rank b from rank a
  * (same size in bytes), whatever other calls the two make in between; a call waits only for the
  * peers it names. They move data through a scratch buffer of their own, apart from the
- * collectives' (16 MiB of GPU memory per rank of the communicator plus up to 2 MiB, on every
+ * collectives' (32 MiB of GPU memory per rank of the communicator plus up to 2 MiB, on every
  * rank), and can be captured in CUDA graphs like them. */
 
 /* One send or receive of mscclppSendRecv. */
