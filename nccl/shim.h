@@ -141,7 +141,6 @@ bool shimSynchronize(void);
  * graph only after one ran. Calls of one communicator run one after the other on the GPU (as the
  * library requires), so they may all use it. */
 ncclResult_t shimStagingBuffer(ncclComm_t comm, const char* call, size_t bytes, void** out);
-/* Queues a device-to-device copy on stream. */
 /* Frees comm's staging buffer. */
 void shimFreeStagingBuffer(ncclComm_t comm);
 

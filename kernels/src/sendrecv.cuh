@@ -22,8 +22,8 @@ namespace coll {
 constexpr uint32_t kMaxP2PPeers = 16;
 // Lanes per stream and the bytes of one chunk slot. A transfer takes a lane per kP2PLaneBytes, up
 // to the launch's maxLanes (at most kP2PLanes), but a small one spreads over up to kP2PSmallLanes
-// lanes of at least kP2PLaneMinBytes (see p2pLanes). Must equal collectives.p2pLanes, p2pChunkBytes, p2pLaneBytes,
-// p2pSmallLanes and p2pLaneMinBytes.
+// lanes of at least kP2PLaneMinBytes (see p2pLanes). Must equal collectives.p2pLanes,
+// p2pChunkBytes, p2pLaneBytes, p2pSmallLanes and p2pLaneMinBytes.
 constexpr uint32_t kP2PLanes = 64;
 constexpr uint64_t kP2PChunkBytes = 256 << 10;
 constexpr uint64_t kP2PLaneBytes = 128 << 10;
