@@ -123,6 +123,7 @@ func TestKernelConstantsMatch(t *testing.T) {
 		{"kDescShift", descShift},
 		{"kMaxP2PPeers", maxP2PPeers},
 		{"kP2PLanes", p2pLanes},
+		{"kP2PBaseLanes", p2pBaseLanes},
 		{"kP2PChunkBytes", p2pChunkBytes},
 		{"kP2PLaneBytes", p2pLaneBytes},
 		{"kP2PSmallLanes", p2pSmallLanes},

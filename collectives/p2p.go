@@ -31,9 +31,11 @@ import (
 const (
 	// maxP2PPeers is the most peers (this rank included) one launch serves: coll::kMaxP2PPeers.
 	maxP2PPeers = 16
-	// p2pLanes, p2pChunkBytes, p2pLaneBytes, p2pSmallLanes, p2pLaneMinBytes: coll::kP2PLanes,
-	// kP2PChunkBytes, kP2PLaneBytes, kP2PSmallLanes, kP2PLaneMinBytes (laneCount).
+	// p2pLanes, p2pBaseLanes, p2pChunkBytes, p2pLaneBytes, p2pSmallLanes, p2pLaneMinBytes:
+	// coll::kP2PLanes, kP2PBaseLanes, kP2PChunkBytes, kP2PLaneBytes, kP2PSmallLanes,
+	// kP2PLaneMinBytes (laneCount).
 	p2pLanes        = 64
+	p2pBaseLanes    = 32
 	p2pChunkBytes   = 256 << 10
 	p2pLaneBytes    = 128 << 10
 	p2pSmallLanes   = 8
@@ -99,13 +101,14 @@ func (a *p2pArgs) bytes() []byte {
 }
 
 // laneCount is coll::p2pLanes: the lanes of a transfer of `bytes` bytes (0 for none) in a launch
-// of at most maxLanes per transfer: one per p2pLaneBytes up to maxLanes, but up to p2pSmallLanes
-// of at least p2pLaneMinBytes.
+// of at most maxLanes per transfer: one per p2pLaneBytes up to p2pBaseLanes, past that one per two
+// chunks (16 MiB takes 32 lanes, 32 MiB 64), but up to p2pSmallLanes of at least p2pLaneMinBytes.
 func laneCount(bytes uint64, maxLanes int) int {
 	n := (bytes + p2pLaneBytes - 1) / p2pLaneBytes
 	if n < p2pSmallLanes {
 		n = min(p2pSmallLanes, (bytes+p2pLaneMinBytes-1)/p2pLaneMinBytes)
 	}
+	n = max(min(n, p2pBaseLanes), (bytes+2*p2pChunkBytes-1)/(2*p2pChunkBytes))
 	return int(min(uint64(maxLanes), n))
 }
 

@@ -28,6 +28,7 @@ __device__ __forceinline__ void sendRecv(const P2PArgs& a) {
   __shared__ uint32_t items[kP2PMaxItems];  // this block's items: entry << 16 | direction << 8 | lane
   __shared__ uint32_t done[kP2PMaxItems];   // chunks of each item moved in this launch
   __shared__ uint32_t total[kP2PMaxItems];  // chunks of each item (a copy to this rank: 1)
+  __shared__ uint64_t stride[kMaxP2PPeers][2];  // bytes per lane of each entry's transfer in each direction
   __shared__ uint32_t nItems;
   __shared__ uint32_t go;    // thread 0's verdict for the current item: it can move a chunk
   __shared__ uint32_t slot;  // and the slot that chunk uses
@@ -38,7 +39,9 @@ __device__ __forceinline__ void sendRecv(const P2PArgs& a) {
       for (uint32_t dir = kP2PSend; dir <= kP2PRecv; ++dir) {
         if (dir == kP2PRecv && en.peer == a.rank) continue;  // the copy is the send's
         const uint64_t bytes = dir == kP2PSend ? en.sendBytes : en.recvBytes;
-        for (uint32_t lane = 0; lane < p2pLanes(bytes, a.maxLanes); ++lane, ++i) {
+        const uint32_t lanes = p2pLanes(bytes, a.maxLanes);
+        stride[e][dir] = lanes > 0 ? roundUp(ceilDiv(bytes, lanes), 16) : 0;
+        for (uint32_t lane = 0; lane < lanes; ++lane, ++i) {
           if (i % gridDim.x != blockIdx.x) continue;
           items[n] = e << 16 | dir << 8 | lane;
           done[n] = 0;
@@ -63,8 +66,8 @@ __device__ __forceinline__ void sendRecv(const P2PArgs& a) {
       const uint32_t dir = (items[j] >> 8) & 0xff;
       const uint32_t lane = items[j] & 0xff;
       const uint64_t bytes = dir == kP2PSend ? en.sendBytes : en.recvBytes;
-      const uint64_t begin = p2pLaneBegin(bytes, a.maxLanes, lane);
-      const uint64_t len = p2pLaneBytes(bytes, a.maxLanes, lane);
+      const uint64_t begin = lane * stride[items[j] >> 16][dir];  // p2pLaneBegin, without its division
+      const uint64_t len = clampLen(begin, stride[items[j] >> 16][dir], bytes);
       if (en.peer == a.rank) {
         copyBytes(static_cast<char*>(en.recv) + begin, static_cast<const char*>(en.send) + begin, len, threadIdx.x,
                   blockDim.x);

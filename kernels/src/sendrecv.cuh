@@ -20,11 +20,13 @@ namespace coll {
 
 // The most peers (this rank included) one launch serves; must equal collectives.maxP2PPeers.
 constexpr uint32_t kMaxP2PPeers = 16;
-// Lanes per stream and the bytes of one chunk slot. A transfer takes a lane per kP2PLaneBytes, up
-// to the launch's maxLanes (at most kP2PLanes), but a small one spreads over up to kP2PSmallLanes
-// lanes of at least kP2PLaneMinBytes (see p2pLanes). Must equal collectives.p2pLanes,
-// p2pChunkBytes, p2pLaneBytes, p2pSmallLanes and p2pLaneMinBytes.
+// Lanes per stream and the bytes of one chunk slot. A transfer takes a lane per kP2PLaneBytes up
+// to kP2PBaseLanes, past that a lane per two chunks, up to the launch's maxLanes (at most
+// kP2PLanes); a small one spreads over up to kP2PSmallLanes lanes of at least kP2PLaneMinBytes
+// (see p2pLanes). Must equal collectives.p2pLanes, p2pBaseLanes, p2pChunkBytes, p2pLaneBytes,
+// p2pSmallLanes and p2pLaneMinBytes.
 constexpr uint32_t kP2PLanes = 64;
+constexpr uint32_t kP2PBaseLanes = 32;
 constexpr uint64_t kP2PChunkBytes = 256 << 10;
 constexpr uint64_t kP2PLaneBytes = 128 << 10;
 constexpr uint32_t kP2PSmallLanes = 8;
@@ -73,11 +75,15 @@ enum P2PDir : uint32_t { kP2PSend = 0, kP2PRecv = 1 };
 // transfer; sender and receiver agree (both launches have the same maxLanes: see
 // collectives.p2pMaxLanes). A lane per kP2PLaneBytes keeps the blocks of AlltoAll's many streams
 // few; a small transfer's lanes of kP2PLaneMinBytes move it in fewer rounds of chunks and spread
-// its latency over more blocks (measured on 4 and 2 x H200, PERFORMANCE.md).
+// its latency over more blocks; past kP2PBaseLanes a lane of two chunks overlaps its sender's second
+// chunk with its receiver's copy of the first (measured on 4 and 2 x H200, PERFORMANCE.md).
 __device__ __forceinline__ uint32_t p2pLanes(uint64_t bytes, uint64_t maxLanes) {
   const uint64_t small = ceilDiv(bytes, kP2PLaneMinBytes);
   uint64_t n = ceilDiv(bytes, kP2PLaneBytes);
   if (n < kP2PSmallLanes) n = small < kP2PSmallLanes ? small : kP2PSmallLanes;
+  if (n > kP2PBaseLanes) n = kP2PBaseLanes;
+  const uint64_t wide = ceilDiv(bytes, 2 * kP2PChunkBytes);  // past kP2PBaseLanes, two chunks per lane
+  if (wide > n) n = wide;
   return n < maxLanes ? uint32_t(n) : uint32_t(maxLanes);
 }
 // Where lane `lane` of a transfer of `bytes` bytes starts, and its bytes (16-byte aligned parts).
