@@ -177,15 +177,15 @@ func planSendRecv(ops []P2POp, rank, nRanks int) (map[int]*p2pPeer, []int, error
 		if op.Send {
 			what = "send to"
 		}
+		where := fmt.Sprintf("operation %d (%s rank %d, %d %s)", i, what, op.Peer, op.Count, op.Type)
 		bad := func(format string, args ...any) error {
-			return fmt.Errorf("operation %d (%s rank %d, %d %s): %s: %w", i, what, op.Peer, op.Count, op.Type,
-				fmt.Sprintf(format, args...), errs.ErrInvalidArgument)
+			return fmt.Errorf("%s: %s: %w", where, fmt.Sprintf(format, args...), errs.ErrInvalidArgument)
 		}
 		if op.Peer < 0 || op.Peer >= nRanks {
 			return nil, nil, bad("peer out of range [0, %d)", nRanks)
 		}
 		if err := checkCall(op.Buf, op.Buf, op.Count, op.Type); err != nil {
-			return nil, nil, bad("%v", err)
+			return nil, nil, fmt.Errorf("%s: %w", where, err)
 		}
 		bytes := uint64(op.Count) * uint64(op.Type.Size())
 		p := peers[op.Peer]

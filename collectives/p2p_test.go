@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -133,6 +134,7 @@ func TestPlanSendRecvRefusals(t *testing.T) {
 		require.Error(t, err, tt.name)
 		assert.ErrorIs(t, err, errs.ErrInvalidArgument, tt.name)
 		assert.Contains(t, err.Error(), tt.want, tt.name)
+		assert.Equal(t, 1, strings.Count(err.Error(), errs.ErrInvalidArgument.Error()), "%s: %v", tt.name, err)
 	}
 }
 
