@@ -371,7 +371,7 @@ func (c *Comm) allocate(lay layout) error {
 	}
 	// Resolve every entry point now: nothing but the launch happens in a call (which may be
 	// inside a CUDA graph capture).
-	for _, name := range append(kernelNames(), p2pKernel) {
+	for _, name := range append(kernelNames(), p2pKernel, p2pLinesKernel) {
 		if _, err := c.function(name); err != nil {
 			return err
 		}

@@ -124,6 +124,7 @@ func TestKernelConstantsMatch(t *testing.T) {
 		{"kMaxP2PPeers", maxP2PPeers},
 		{"kP2PLanes", p2pLanes},
 		{"kP2PBaseLanes", p2pBaseLanes},
+		{"kP2PLineSlotBytes", p2pLineSlotBytes},
 		{"kP2PChunkBytes", p2pChunkBytes},
 		{"kP2PLaneBytes", p2pLaneBytes},
 		{"kP2PSmallLanes", p2pSmallLanes},

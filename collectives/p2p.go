@@ -57,6 +57,14 @@ const (
 	p2pMemoryTag = registrationTag + maxRegistrations
 	// p2pKernel is the entry point of kernels/src/sendrecv.cu.
 	p2pKernel = "mscclpp_sendrecv"
+	// p2pLinesKernel is the entry point of kernels/src/sendrecv_ll128.cu: the transfers of at most
+	// p2pLinesMaxBytes where lines are on (Comm.lines).
+	p2pLinesKernel = "mscclpp_sendrecv_ll128"
+	// p2pLineSlotBytes is coll::kP2PLineSlotBytes: each sending rank has two line slots in a
+	// receiver's p2p scratch.
+	p2pLineSlotBytes = packetSlotBytes
+	// p2pLinesMaxBytes is the most bytes of a transfer in lines: a line slot's worth.
+	p2pLinesMaxBytes = p2pLineSlotBytes / lineBytes * lineDataWords * 8
 )
 
 // P2POp is one send or receive of SendRecv: Count elements of type Type from Buf to rank Peer
@@ -129,10 +137,11 @@ func p2pMaxLanes(alltoAll bool, nRanks int) int {
 }
 
 // p2pScratchBytes is the size of a rank's p2p scratch: a stream region per rank (its own unused,
-// so that a region's offset is the sender's rank), then two in-place counters per (rank, lane)
-// (coll::p2pInPlaceCount).
+// so that a region's offset is the sender's rank), two in-place counters per (rank, lane)
+// (coll::p2pInPlaceCount), two line slots per rank (coll::p2pLineSlotOffset), three line counters
+// per rank and the count of finished blocks (coll::P2PLineCounters).
 func p2pScratchBytes(nRanks int) uint64 {
-	return roundUp(uint64(nRanks)*(p2pStreamBytes+p2pLanes*2*8), peerAllocAlign)
+	return roundUp(uint64(nRanks)*(p2pStreamBytes+p2pLanes*2*8+2*p2pLineSlotBytes+3*8)+8, peerAllocAlign)
 }
 
 // p2pPeer is what one call does with one peer.
@@ -142,8 +151,9 @@ type p2pPeer struct {
 	hasSend, hasRecv     bool
 }
 
-// SendRecv queues the sends and receives of ops as one launch on stream s and returns once it is
-// queued. NCCL's semantics: a call holds at most one send and one receive per peer (more are
+// SendRecv queues the sends and receives of ops on stream s and returns once they are queued: the
+// transfers of at most p2pLinesMaxBytes as LL128 lines where lines are on (one launch), the rest
+// on the lanes (another; planP2P). NCCL's semantics: a call holds at most one send and one receive per peer (more are
 // refused with ErrInvalidArgument); its transfers with different peers progress together, so a
 // call may send to one peer and receive from another whose call does the same without deadlock;
 // a send to this rank needs a receive from this rank of the same size in the same call (a copy).
@@ -317,12 +327,24 @@ func ringSteps(rank, nRanks, d0, d1 int) []ringStep {
 	return steps
 }
 
-// p2pLaunch builds the kernel's argument for the peers (in order), at most maxLanes lanes per
-// transfer, and counts its (peer, direction, lane) items: a block each, up to the Comm's maxGrid
-// (launchP2P); items is 0 when nothing moves.
-func p2pLaunch(base p2pArgs, peers map[int]*p2pPeer, order []int, rank, maxLanes int) (a p2pArgs, items int) {
-	a = base
-	a.MaxLanes = uint64(maxLanes)
+// p2pLaunches are the arguments of a call's launches: the lines kernel's for the transfers of at
+// most p2pLinesMaxBytes (where lines are on; lineBytes, the larger of their bytes sent and
+// received, sizes its grid, 0 for no launch), then the lanes kernel's for the rest (items, its
+// (peer, direction, lane) items: a block each up to the Comm's maxGrid, 0 for no launch).
+type p2pLaunches struct {
+	lines, lanes p2pArgs
+	lineBytes    uint64
+	items        int
+}
+
+// planP2P splits the transfers with the peers (in order) between the launches: by its size alone,
+// so that a transfer's sender and receiver agree; the lanes take at most maxLanes per transfer.
+// A copy to this rank goes with the lines when that small (no peer has to agree).
+func planP2P(base p2pArgs, peers map[int]*p2pPeer, order []int, rank, maxLanes int, lines bool) p2pLaunches {
+	l := p2pLaunches{lines: base, lanes: base}
+	l.lanes.MaxLanes = uint64(maxLanes)
+	inLines := func(bytes uint64) bool { return lines && bytes > 0 && bytes <= p2pLinesMaxBytes }
+	var lineSent, lineReceived uint64
 	for _, r := range order {
 		p := peers[r]
 		if r == rank {
@@ -333,35 +355,66 @@ func p2pLaunch(base p2pArgs, peers map[int]*p2pPeer, order []int, rank, maxLanes
 			// this rank in place is already where it goes.
 			continue
 		}
-		a.Entries[a.NEntries] = p2pEntry{Peer: uint64(r), Send: uintptr(p.send), Recv: uintptr(p.recv),
-			SendBytes: p.sendBytes, RecvBytes: p.recvBytes}
-		a.NEntries++
-		items += laneCount(p.sendBytes, maxLanes)
-		if r != rank {
-			items += laneCount(p.recvBytes, maxLanes)
+		line := p2pEntry{Peer: uint64(r), Send: uintptr(p.send), Recv: uintptr(p.recv)}
+		lane := line
+		if inLines(p.sendBytes) {
+			line.SendBytes, lineSent = p.sendBytes, lineSent+p.sendBytes
+		} else {
+			lane.SendBytes = p.sendBytes
+		}
+		if inLines(p.recvBytes) {
+			line.RecvBytes, lineReceived = p.recvBytes, lineReceived+p.recvBytes
+		} else {
+			lane.RecvBytes = p.recvBytes
+		}
+		if line.SendBytes > 0 || line.RecvBytes > 0 {
+			l.lines.Entries[l.lines.NEntries] = line
+			l.lines.NEntries++
+		}
+		if lane.SendBytes > 0 || lane.RecvBytes > 0 {
+			l.lanes.Entries[l.lanes.NEntries] = lane
+			l.lanes.NEntries++
+			l.items += laneCount(lane.SendBytes, maxLanes)
+			if r != rank {
+				l.items += laneCount(lane.RecvBytes, maxLanes)
+			}
 		}
 	}
-	return a, items
+	l.lineBytes = max(lineSent, lineReceived)
+	return l
 }
 
-// launchP2P queues one launch of the p2p kernel for the peers (in order; at most maxP2PPeers),
-// at most maxLanes lanes per transfer (p2pMaxLanes).
+// launchP2P queues the launches of the p2p kernels for the peers (in order; at most maxP2PPeers):
+// the lines kernel, then the lanes kernel with at most maxLanes lanes per transfer (p2pMaxLanes).
 func (c *Comm) launchP2P(peers map[int]*p2pPeer, order []int, maxLanes int, s cuda.Stream) error {
-	a, items := p2pLaunch(c.p2pArgs, peers, order, c.rank, maxLanes)
+	l := planP2P(c.p2pArgs, peers, order, c.rank, maxLanes, c.lines)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkUsable(); err != nil {
 		return err
 	}
-	if items == 0 {
+	if l.lineBytes == 0 && l.items == 0 {
 		return nil
 	}
 	c.abort.lastCall.Store(uint32(callSendRecv))
+	if l.lineBytes > 0 {
+		f, ok := c.funcs[p2pLinesKernel]
+		if !ok {
+			return fmt.Errorf("kernel %s was not loaded: %w", p2pLinesKernel, errs.ErrInternal)
+		}
+		grid := uint32(lineBlocks(l.lineBytes, c.maxGrid))
+		if err := cuda.LaunchKernelInContext(c.pctx, f, grid, packetThreads, s, l.lines.bytes()); err != nil {
+			return err
+		}
+	}
+	if l.items == 0 {
+		return nil
+	}
 	f, ok := c.funcs[p2pKernel]
 	if !ok {
 		return fmt.Errorf("kernel %s was not loaded: %w", p2pKernel, errs.ErrInternal)
 	}
-	return cuda.LaunchKernelInContext(c.pctx, f, uint32(min(items, max(c.maxGrid, 1))), p2pThreads, s, a.bytes())
+	return cuda.LaunchKernelInContext(c.pctx, f, uint32(min(l.items, max(c.maxGrid, 1))), p2pThreads, s, l.lanes.bytes())
 }
 
 // connectP2P allocates and exchanges the p2p scratch, builds a semaphore per (peer, direction,

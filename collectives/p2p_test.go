@@ -71,8 +71,9 @@ func TestLaneCount(t *testing.T) {
 	} {
 		assert.Equal(t, tt.lanes, laneCount(tt.bytes, tt.maxLanes), "%d bytes, at most %d lanes", tt.bytes, tt.maxLanes)
 	}
-	assert.Equal(t, uint64(32<<20)+peerAllocAlign, p2pScratchBytes(1), "the streams, then the in-place counters")
-	assert.Equal(t, uint64(64<<20)+peerAllocAlign, p2pScratchBytes(2))
+	// The streams, the in-place counters, the line slots and counters, rounded up.
+	assert.Equal(t, uint64(38<<20), p2pScratchBytes(1), "32 MiB + 4.5 MiB + 1 KiB + 32 bytes")
+	assert.Equal(t, uint64(74<<20), p2pScratchBytes(2), "64 MiB + 9 MiB + 2 KiB + 56 bytes")
 	assert.Equal(t, uint64(p2pStreamBytes), uint64(32<<20))
 }
 
@@ -196,13 +197,80 @@ func TestPlanSendRecv(t *testing.T) {
 		peers, order, err := planSendRecv(tt.ops, 1, 4)
 		require.NoError(t, err, tt.name)
 		assert.Equal(t, tt.order, order, tt.name)
-		a, items := p2pLaunch(p2pArgs{Rank: 1, NRanks: 4}, peers, order, 1, p2pLanes)
-		assert.Equal(t, tt.items, items, tt.name)
-		require.Equal(t, uint64(len(tt.entries)), a.NEntries, tt.name)
+		l := planP2P(p2pArgs{Rank: 1, NRanks: 4}, peers, order, 1, p2pLanes, false)
+		assert.Equal(t, tt.items, l.items, tt.name)
+		require.Equal(t, uint64(len(tt.entries)), l.lanes.NEntries, tt.name)
 		for i, e := range tt.entries {
-			assert.Equal(t, e, a.Entries[i], "%s: entry %d", tt.name, i)
+			assert.Equal(t, e, l.lanes.Entries[i], "%s: entry %d", tt.name, i)
 		}
-		assert.Equal(t, uint64(1), a.Rank)
+		assert.Equal(t, uint64(1), l.lanes.Rank)
+		assert.Zero(t, l.lineBytes, "%s: lines off", tt.name)
+		assert.Zero(t, l.lines.NEntries, "%s: lines off", tt.name)
+	}
+}
+
+// TestPlanP2PLines: where lines are on, each transfer of at most p2pLinesMaxBytes goes to the lines
+// kernel and the rest to the lanes, by the transfer's own size (so sender and receiver agree),
+// a peer's two directions apart when their sizes fall apart.
+func TestPlanP2PLines(t *testing.T) {
+	const p = cuda.DevicePtr(1 << 20)
+	small, big := uint64(p2pLinesMaxBytes), uint64(p2pLinesMaxBytes+16)
+	tests := []struct {
+		name      string
+		ops       []P2POp
+		lines     []p2pEntry
+		lanes     []p2pEntry
+		lineBytes uint64
+		items     int
+	}{
+		{"both directions small", []P2POp{
+			{Peer: 0, Send: true, Buf: p, Count: 1024, Type: Int8},
+			{Peer: 0, Buf: p + 4096, Count: 256, Type: Float32},
+		}, []p2pEntry{{Peer: 0, Send: uintptr(p), Recv: uintptr(p + 4096), SendBytes: 1024, RecvBytes: 1024}}, nil, 1024, 0},
+		{"the largest in lines, the next size on lanes", []P2POp{
+			{Peer: 2, Send: true, Buf: p, Count: int(small), Type: Int8},
+			{Peer: 3, Send: true, Buf: p, Count: int(big), Type: Int8},
+		}, []p2pEntry{{Peer: 2, Send: uintptr(p), SendBytes: small}},
+			[]p2pEntry{{Peer: 3, Send: uintptr(p), SendBytes: big}}, small, laneCount(big, p2pLanes)},
+		{"a peer's directions apart", []P2POp{
+			{Peer: 2, Send: true, Buf: p, Count: 4 << 20, Type: Int8},
+			{Peer: 2, Buf: p + 8<<20, Count: 512, Type: Int8},
+		}, []p2pEntry{{Peer: 2, Send: uintptr(p), Recv: uintptr(p + 8<<20), RecvBytes: 512}},
+			[]p2pEntry{{Peer: 2, Send: uintptr(p), Recv: uintptr(p + 8<<20), SendBytes: 4 << 20}}, 512, 32},
+		{"in place with a peer: both directions in lines", []P2POp{
+			{Peer: 0, Send: true, Buf: p, Count: 64, Type: Float64},
+			{Peer: 0, Buf: p, Count: 64, Type: Float64},
+		}, []p2pEntry{{Peer: 0, Send: uintptr(p), Recv: uintptr(p), SendBytes: 512, RecvBytes: 512}}, nil, 512, 0},
+		{"a small copy to this rank in lines, a large one on lanes", []P2POp{
+			{Peer: 1, Send: true, Buf: p, Count: 100, Type: Int8},
+			{Peer: 1, Buf: p + 4096, Count: 100, Type: Int8},
+		}, []p2pEntry{{Peer: 1, Send: uintptr(p), Recv: uintptr(p + 4096), SendBytes: 100, RecvBytes: 100}}, nil, 100, 0},
+		{"a large copy to this rank on lanes", []P2POp{
+			{Peer: 1, Send: true, Buf: p, Count: int(big), Type: Int8},
+			{Peer: 1, Buf: p + 8<<20, Count: int(big), Type: Int8},
+		}, nil, []p2pEntry{{Peer: 1, Send: uintptr(p), Recv: uintptr(p + 8<<20), SendBytes: big, RecvBytes: big}},
+			0, laneCount(big, p2pLanes)},
+		{"the lines kernel's grid follows the larger direction", []P2POp{
+			{Peer: 0, Send: true, Buf: p, Count: 100, Type: Int8},
+			{Peer: 2, Send: true, Buf: p, Count: 200, Type: Int8},
+			{Peer: 3, Buf: p + 4096, Count: 250, Type: Int8},
+		}, []p2pEntry{{Peer: 0, Send: uintptr(p), SendBytes: 100}, {Peer: 2, Send: uintptr(p), SendBytes: 200},
+			{Peer: 3, Recv: uintptr(p + 4096), RecvBytes: 250}}, nil, 300, 0},
+	}
+	for _, tt := range tests {
+		peers, order, err := planSendRecv(tt.ops, 1, 4)
+		require.NoError(t, err, tt.name)
+		l := planP2P(p2pArgs{Rank: 1, NRanks: 4}, peers, order, 1, p2pLanes, true)
+		assert.Equal(t, tt.lineBytes, l.lineBytes, tt.name)
+		assert.Equal(t, tt.items, l.items, tt.name)
+		entries := func(a p2pArgs) []p2pEntry {
+			if a.NEntries == 0 {
+				return nil
+			}
+			return a.Entries[:a.NEntries]
+		}
+		assert.Equal(t, tt.lines, entries(l.lines), tt.name)
+		assert.Equal(t, tt.lanes, entries(l.lanes), tt.name)
 	}
 }
 

@@ -73,7 +73,7 @@ func TestModulesHaveTheirEntryPoints(t *testing.T) {
 	assert.Equal(t, []string{"allgather_direct", "allgather_ll128", "allgather_packet", "allgather_port", "allgather_put",
 		"allreduce_direct", "allreduce_ll128", "allreduce_oneshot", "allreduce_packet", "allreduce_packet2", "allreduce_port", "allreduce_rsag", "allreduce_rsag_port", "alltoall_ll128",
 		"broadcast_ll128", "broadcast_packet", "broadcast_put", "broadcast_ring", "broadcast_sag", "reducescatter_packet", "reducescatter_put", "scale",
-		"sendrecv"}, names)
+		"sendrecv", "sendrecv_ll128"}, names)
 	for _, prefix := range []string{"mscclpp_allreduce_packet", "mscclpp_allreduce_packet2", "mscclpp_allreduce_ll128", "mscclpp_allreduce_rsag",
 		"mscclpp_allreduce_direct", "mscclpp_allreduce_rsag_direct", "mscclpp_allreduce_rsag_port", "mscclpp_allreduce_port",
 		"mscclpp_reducescatter_packet", "mscclpp_reducescatter_put"} {
@@ -99,4 +99,5 @@ func TestModulesHaveTheirEntryPoints(t *testing.T) {
 	assert.True(t, entries["mscclpp_broadcast_sag"])
 	assert.True(t, entries["mscclpp_broadcast_ring"])
 	assert.True(t, entries["mscclpp_sendrecv"])
+	assert.True(t, entries["mscclpp_sendrecv_ll128"])
 }

@@ -50,6 +50,15 @@ __device__ __forceinline__ void storeLineWords(char* out, uint64_t bytes, bool o
   if (store && !at.flagLane && w0 + 1 < words) storeWord(out, w0 + 1, bytes, outAligned, v1);
 }
 
+// Loads this lane's words of a line, whose first is word w0 of the `bytes` bytes (`words` words)
+// at src, into v0 and v1: zero past the end, and the flag in v1 on the flag lane.
+__device__ __forceinline__ void loadLineWords(const char* src, uint64_t words, uint64_t bytes, bool srcAligned,
+                                              const LinePlace& at, uint64_t w0, uint64_t flag, uint64_t& v0,
+                                              uint64_t& v1) {
+  v0 = w0 < words ? loadWord(src, w0, bytes, srcAligned) : 0;
+  v1 = at.flagLane ? flag : w0 + 1 < words ? loadWord(src, w0 + 1, bytes, srcAligned) : 0;
+}
+
 // Writes the `bytes` bytes at src, as lines flagged with flag, into the slot at slotOffset of the
 // scratch of peers [peerBegin, peerEnd) (peer indices), and stores them at out too unless out is
 // src or null; warp `warp` of nWarps (the loops are uniform across a warp, which stays converged
@@ -64,8 +73,8 @@ __device__ __forceinline__ void sendLines(const Args& a, uint32_t peerBegin, uin
   for (uint64_t group = warp; group * kLinesPerWarp < lines; group += nWarps) {
     const uint64_t line = group * kLinesPerWarp + at.lineLane;
     const uint64_t w0 = line * kLineDataWords + 2 * at.piece;
-    const uint64_t v0 = w0 < words ? loadWord(src, w0, bytes, srcAligned) : 0;
-    const uint64_t v1 = at.flagLane ? flag : w0 + 1 < words ? loadWord(src, w0 + 1, bytes, srcAligned) : 0;
+    uint64_t v0, v1;
+    loadLineWords(src, words, bytes, srcAligned, at, w0, flag, v0, v1);
     __syncwarp();
     if (line < lines) {
       for (uint32_t p = peerBegin; p < peerEnd; ++p) {
@@ -79,8 +88,10 @@ __device__ __forceinline__ void sendLines(const Args& a, uint32_t peerBegin, uin
 
 // Loads this lane's 16 bytes of `line` in the slot at slotOffset of this rank's scratch into v0
 // and v1 until the flag lane of every line of the warp's group holds flag (lines past `lines`
-// are not loaded). Every lane of the warp calls it together.
-__device__ __forceinline__ void waitLines(const Args& a, uint64_t slotOffset, const LinePlace& at, uint64_t line,
+// are not loaded). Every lane of the warp calls it together. A is Args or P2PArgs (sendrecv.cuh):
+// what it reads of them, scratch, abort and maxSpins, means the same in both.
+template <typename A>
+__device__ __forceinline__ void waitLines(const A& a, uint64_t slotOffset, const LinePlace& at, uint64_t line,
                                           uint64_t lines, uint64_t flag, uint64_t& v0, uint64_t& v1) {
   const bool valid = line < lines;
   const char* src = a.scratch + slotOffset + line * kLineBytes + at.piece * 16;

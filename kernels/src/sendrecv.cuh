@@ -33,6 +33,10 @@ constexpr uint32_t kP2PSmallLanes = 8;
 constexpr uint64_t kP2PLaneMinBytes = 16 << 10;
 // Block size; must equal collectives.p2pThreads.
 constexpr uint32_t kP2PThreads = 1024;
+// Bytes of one line slot of the p2p scratch (sendrecv_ll128.cu): a transfer of at most
+// kP2PLineSlotBytes / kLineBytes * kLineDataWords * 8 bytes (2.1 MiB) goes as LL128 lines. Must
+// equal collectives.p2pLineSlotBytes.
+constexpr uint64_t kP2PLineSlotBytes = 9 << 18;
 // The most (peer, direction, lane) work items of one launch.
 constexpr uint32_t kP2PMaxItems = kMaxP2PPeers * 2 * kP2PLanes;
 // Bytes of one stream's region in the receiver's p2p scratch: kP2PLanes x 2 slots.
@@ -102,6 +106,26 @@ __device__ __forceinline__ bool p2pInPlace(const P2PEntry& en, uint64_t rank) {
 // received: after the streams' regions in this rank's p2p scratch (local; zero at the start).
 __device__ __forceinline__ volatile uint64_t* p2pInPlaceCount(const P2PArgs& a, uint64_t peer, uint32_t lane) {
   return reinterpret_cast<volatile uint64_t*>(a.scratch + a.nRanks * kP2PStreamBytes) + (peer * kP2PLanes + lane) * 2;
+}
+// The p2p scratch past the in-place counters: for each sending rank two line slots (LL128 lines
+// of its transfers to this rank, alternating between them: sendrecv_ll128.cu), then this rank's
+// line counters.
+__device__ __forceinline__ uint64_t p2pLineSlotOffset(uint64_t nRanks, uint64_t sender, uint64_t parity) {
+  return nRanks * (kP2PStreamBytes + kP2PLanes * 2 * 8) + (sender * 2 + parity) * kP2PLineSlotBytes;
+}
+// A rank's line counters, each an array of one word per rank: `sent` and `received` count this
+// rank's transfers in lines to and from each rank (local); `read[r]` is how many of this rank's
+// transfers in lines rank r has finished reading (written by r). `blocksDone` counts the blocks
+// of the running launch that have finished (the last resets it). All zero at the start.
+struct P2PLineCounters {
+  volatile uint64_t* sent;
+  volatile uint64_t* received;
+  volatile uint64_t* read;
+  uint32_t* blocksDone;
+};
+__device__ __forceinline__ P2PLineCounters p2pLineCounters(char* scratch, uint64_t nRanks) {
+  uint64_t* base = reinterpret_cast<uint64_t*>(scratch + p2pLineSlotOffset(nRanks, nRanks, 0));
+  return {base, base + nRanks, base + 2 * nRanks, reinterpret_cast<uint32_t*>(base + 3 * nRanks)};
 }
 // Where slot `slot` of lane `lane` of the stream from rank `sender` is in the receiver's p2p scratch.
 __device__ __forceinline__ uint64_t p2pSlotOffset(uint64_t sender, uint32_t lane, uint64_t slot) {

@@ -3,11 +3,13 @@
 // against values computed on the host.
 //
 //   ring: every rank sends to its right and receives from its left in one call (0 elements to
-//   21 MiB, several types, aligned and one element off);
+//   21 MiB, several types, aligned and one element off; LL128 lines up to 2.1 MiB where the GPUs
+//   are joined by NVLink, lanes above);
 //   pairwise exchange: ranks 2k and 2k+1 send to and receive from each other in one call (a rank
 //   without a partner copies to itself), out of place and in place (one buffer sent and received
 //   into; up to 72 MiB);
 //   self: a send to this rank and a receive from it in one call (a copy);
+//   one way: a dozen messages from rank 2k to 2k + 1, one call each, in lines and on lanes;
 //   matching per pair: every rank sends two messages to every peer, one call per send, the peers
 //   in an order of its own, then an AllReduce, then receives them, one call per receive, in
 //   another order of its own (the k-th send from a to b must meet the k-th receive of b from a);
@@ -149,9 +151,13 @@ void checkExchange(Group& g, mscclppCollComm_t comm, cudaStream_t s, int to, int
   if (!inPlace) send.check(g, what + " (send buffer)", 0, out.data(), bytes);
 }
 
-// From 8 MiB a transfer takes all 64 lanes; at 21 MiB + 13 each lane has two chunks, the second partial.
-const std::vector<size_t> kBytes = {0, 1, 7, 16, 1000, 4099, 65536, 65537, 200003, (1u << 20) + 3, 4u << 20,
-                                    (5u << 20) + 11, 16u << 20, (21u << 20) + 13};
+// Up to kLinesMax a transfer goes as LL128 lines where the GPUs are joined by NVLink, above on the
+// lanes; from 32 MiB a transfer takes all 64 lanes; at 21 MiB + 13 each of 42 lanes has two
+// chunks, the second partial.
+constexpr size_t kLinesMax = (size_t(9) << 18) / 128 * 120;
+const std::vector<size_t> kBytes = {0,         1,           7,        16,          1000, 4099, 65536, 65537, 200003,
+                                    (1u << 20) + 3, kLinesMax, kLinesMax + 16, 4u << 20, (5u << 20) + 11,
+                                    16u << 20, (21u << 20) + 13};
 
 template <typename T>
 void ringSweep(mscclppCollComm_t comm, cudaStream_t s) {
@@ -259,6 +265,42 @@ void perPairMatching(mscclppCollComm_t comm, cudaStream_t s) {
   }
   for (Buffer* b : sends) delete b;
   for (Buffer* b : recvs) delete b;
+  g.finish();
+}
+
+// One way: rank 2k sends rank 2k + 1 a dozen messages, one call each, lines and lanes mixed, and
+// 2k + 1 receives them one call each: the sender's lines wait for the receiver to have read the
+// transfer before last from the same slot, and the two kernels' transfers meet in order.
+void oneWay(mscclppCollComm_t comm, cudaStream_t s) {
+  Group g("one way: a dozen messages, one call each, lines and lanes mixed");
+  const int partner = g_rank ^ 1;
+  if (partner >= g_nranks) {
+    g.finish();
+    return;
+  }
+  const bool sender = g_rank % 2 == 0;
+  const std::vector<size_t> sizes = {1000, 65536, kLinesMax, kLinesMax + 16, 7, 200003, 1u << 20, 3, 4099, 2u << 20,
+                                     12345, 100};
+  std::vector<Buffer*> bufs;  // all allocated first: an allocation synchronizes the device
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    bufs.push_back(new Buffer(sizes[k], 0));
+    if (sender) {
+      const std::vector<uint8_t> m = message<uint8_t>(g_rank, partner, sizes[k], 40 + static_cast<int>(k));
+      bufs.back()->upload(m.data(), m.size());
+    }
+  }
+  bool ok = true;
+  for (size_t k = 0; k < sizes.size() && ok; ++k) {
+    mscclppP2POp o = op(partner, sender, bufs[k]->data(), sizes[k], mscclppUint8);
+    ok = called(g, (sender ? "send " : "receive ") + std::to_string(k), mscclppSendRecv(&o, 1, comm, s));
+  }
+  CUDA(cudaStreamSynchronize(s));
+  for (size_t k = 0; k < bufs.size() && ok && !sender; ++k) {
+    const std::vector<uint8_t> want = message<uint8_t>(partner, g_rank, sizes[k], 40 + static_cast<int>(k));
+    bufs[k]->check(g, "message " + std::to_string(k) + " of " + std::to_string(sizes[k]) + " bytes", 0, want.data(),
+                   want.size());
+  }
+  for (Buffer* b : bufs) delete b;
   g.finish();
 }
 
@@ -424,6 +466,7 @@ int main(int argc, char** argv) {
     selfSweep<float>(c.coll, s);
     selfSweep<uint8_t>(c.coll, s);
     perPairMatching(c.coll, s);
+    oneWay(c.coll, s);
     alltoAllSweep<float>(c.coll, s);
     alltoAllSweep<uint8_t>(c.coll, s);
     alltoAllSweep<__half>(c.coll, s);
