@@ -339,16 +339,26 @@ type p2pLaunches struct {
 
 // planP2P splits the transfers with the peers (in order) between the launches: by its size alone,
 // so that a transfer's sender and receiver agree; the lanes take at most maxLanes per transfer.
-// A copy to this rank goes with the lines when that small (no peer has to agree).
+// A copy to this rank goes with the lines when that small and a peer's transfer goes there too
+// (no peer has to agree; and the lines kernel keeps counters in the p2p scratch, which a
+// communicator of one rank does not have).
 func planP2P(base p2pArgs, peers map[int]*p2pPeer, order []int, rank, maxLanes int, lines bool) p2pLaunches {
 	l := p2pLaunches{lines: base, lanes: base}
 	l.lanes.MaxLanes = uint64(maxLanes)
-	inLines := func(bytes uint64) bool { return lines && bytes > 0 && bytes <= p2pLinesMaxBytes }
+	small := func(bytes uint64) bool { return lines && bytes > 0 && bytes <= p2pLinesMaxBytes }
+	peerLines := false
+	for _, r := range order {
+		if p := peers[r]; r != rank && (small(p.sendBytes) || small(p.recvBytes)) {
+			peerLines = true
+		}
+	}
 	var lineSent, lineReceived uint64
 	for _, r := range order {
 		p := peers[r]
+		inLines := small
 		if r == rank {
 			p.recvBytes = p.sendBytes // checked equal; the copy is counted once
+			inLines = func(bytes uint64) bool { return peerLines && small(bytes) }
 		}
 		if p.sendBytes == 0 && p.recvBytes == 0 || r == rank && p.send == p.recv {
 			// Nothing moves: a zero-count transfer changes no state, on either side, and a copy to

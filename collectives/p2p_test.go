@@ -241,10 +241,17 @@ func TestPlanP2PLines(t *testing.T) {
 			{Peer: 0, Send: true, Buf: p, Count: 64, Type: Float64},
 			{Peer: 0, Buf: p, Count: 64, Type: Float64},
 		}, []p2pEntry{{Peer: 0, Send: uintptr(p), Recv: uintptr(p), SendBytes: 512, RecvBytes: 512}}, nil, 512, 0},
-		{"a small copy to this rank in lines, a large one on lanes", []P2POp{
+		{"a small copy to this rank in lines with a peer's transfer", []P2POp{
 			{Peer: 1, Send: true, Buf: p, Count: 100, Type: Int8},
 			{Peer: 1, Buf: p + 4096, Count: 100, Type: Int8},
-		}, []p2pEntry{{Peer: 1, Send: uintptr(p), Recv: uintptr(p + 4096), SendBytes: 100, RecvBytes: 100}}, nil, 100, 0},
+			{Peer: 0, Buf: p + 8192, Count: 10, Type: Int8},
+		}, []p2pEntry{{Peer: 1, Send: uintptr(p), Recv: uintptr(p + 4096), SendBytes: 100, RecvBytes: 100},
+			{Peer: 0, Recv: uintptr(p + 8192), RecvBytes: 10}}, nil, 110, 0},
+		{"a small copy to this rank alone on lanes", []P2POp{
+			{Peer: 1, Send: true, Buf: p, Count: 100, Type: Int8},
+			{Peer: 1, Buf: p + 4096, Count: 100, Type: Int8},
+		}, nil, []p2pEntry{{Peer: 1, Send: uintptr(p), Recv: uintptr(p + 4096), SendBytes: 100, RecvBytes: 100}}, 0,
+			laneCount(100, p2pLanes)},
 		{"a large copy to this rank on lanes", []P2POp{
 			{Peer: 1, Send: true, Buf: p, Count: int(big), Type: Int8},
 			{Peer: 1, Buf: p + 8<<20, Count: int(big), Type: Int8},
