@@ -72,8 +72,8 @@ func TestLaneCount(t *testing.T) {
 		assert.Equal(t, tt.lanes, laneCount(tt.bytes, tt.maxLanes), "%d bytes, at most %d lanes", tt.bytes, tt.maxLanes)
 	}
 	// The streams, the in-place counters, the line slots and counters, rounded up.
-	assert.Equal(t, uint64(38<<20), p2pScratchBytes(1), "32 MiB + 4.5 MiB + 1 KiB + 32 bytes")
-	assert.Equal(t, uint64(74<<20), p2pScratchBytes(2), "64 MiB + 9 MiB + 2 KiB + 56 bytes")
+	assert.Equal(t, uint64(42<<20), p2pScratchBytes(1), "32 MiB + 9 MiB + 1 KiB + 32 bytes")
+	assert.Equal(t, uint64(84<<20), p2pScratchBytes(2), "64 MiB + 18 MiB + 2 KiB + 56 bytes")
 	assert.Equal(t, uint64(p2pStreamBytes), uint64(32<<20))
 }
 
@@ -233,10 +233,10 @@ func TestPlanP2PLines(t *testing.T) {
 		}, []p2pEntry{{Peer: 2, Send: uintptr(p), SendBytes: small}},
 			[]p2pEntry{{Peer: 3, Send: uintptr(p), SendBytes: big}}, small, laneCount(big, p2pLanes)},
 		{"a peer's directions apart", []P2POp{
-			{Peer: 2, Send: true, Buf: p, Count: 4 << 20, Type: Int8},
-			{Peer: 2, Buf: p + 8<<20, Count: 512, Type: Int8},
-		}, []p2pEntry{{Peer: 2, Send: uintptr(p), Recv: uintptr(p + 8<<20), RecvBytes: 512}},
-			[]p2pEntry{{Peer: 2, Send: uintptr(p), Recv: uintptr(p + 8<<20), SendBytes: 4 << 20}}, 512, 32},
+			{Peer: 2, Send: true, Buf: p, Count: 8 << 20, Type: Int8},
+			{Peer: 2, Buf: p + 16<<20, Count: 512, Type: Int8},
+		}, []p2pEntry{{Peer: 2, Send: uintptr(p), Recv: uintptr(p + 16<<20), RecvBytes: 512}},
+			[]p2pEntry{{Peer: 2, Send: uintptr(p), Recv: uintptr(p + 16<<20), SendBytes: 8 << 20}}, 512, 32},
 		{"in place with a peer: both directions in lines", []P2POp{
 			{Peer: 0, Send: true, Buf: p, Count: 64, Type: Float64},
 			{Peer: 0, Buf: p, Count: 64, Type: Float64},

@@ -159,7 +159,7 @@ mscclppResult_t mscclppScale(const void* src, void* dst, size_t count, mscclppDa
  * NCCL's meaning: the k-th send from rank a to rank b meets the k-th receive of rank b from rank a
  * (same size in bytes), whatever other calls the two make in between; a call waits only for the
  * peers it names. They move data through a scratch buffer of their own, apart from the
- * collectives' (36.5 MiB of GPU memory per rank of the communicator plus up to 2 MiB, on every
+ * collectives' (41 MiB of GPU memory per rank of the communicator plus up to 2 MiB, on every
  * rank), and can be captured in CUDA graphs like them. */
 
 /* One send or receive of mscclppSendRecv. */
@@ -176,7 +176,7 @@ typedef struct {
  * (else mscclppInvalidArgument), all progressing together; a send to this rank needs a receive
  * from it of the same size in the same call (a copy). A send to a peer and a receive from it of
  * the same size on the same buffer exchange it in place. Where the GPUs are joined by NVLink,
- * transfers of up to 2.1 MiB go as LL128 lines in one launch, the larger ones in a second. */
+ * transfers of up to 4.2 MiB go as LL128 lines in one launch, the larger ones in a second. */
 mscclppResult_t mscclppSendRecv(const mscclppP2POp* ops, int nops, mscclppCollComm_t collComm, mscclppStream_t stream);
 /* Sends block j of sendbuff (`count` elements at element j * count) to rank j and receives block
  * i of recvbuff from rank i, on every rank (ncclAlltoAll). In place when sendbuff == recvbuff;

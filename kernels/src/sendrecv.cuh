@@ -34,9 +34,9 @@ constexpr uint64_t kP2PLaneMinBytes = 16 << 10;
 // Block size; must equal collectives.p2pThreads.
 constexpr uint32_t kP2PThreads = 1024;
 // Bytes of one line slot of the p2p scratch (sendrecv_ll128.cu): a transfer of at most
-// kP2PLineSlotBytes / kLineBytes * kLineDataWords * 8 bytes (2.1 MiB) goes as LL128 lines. Must
+// kP2PLineSlotBytes / kLineBytes * kLineDataWords * 8 bytes (4.2 MiB) goes as LL128 lines. Must
 // equal collectives.p2pLineSlotBytes.
-constexpr uint64_t kP2PLineSlotBytes = 9 << 18;
+constexpr uint64_t kP2PLineSlotBytes = 9 << 19;
 // The most (peer, direction, lane) work items of one launch.
 constexpr uint32_t kP2PMaxItems = kMaxP2PPeers * 2 * kP2PLanes;
 // Bytes of one stream's region in the receiver's p2p scratch: kP2PLanes x 2 slots.

@@ -1,4 +1,4 @@
-// sendrecv_ll128.cu: the transfers of a Send/Recv call of at most a line slot (2.1 MiB) as LL128
+// sendrecv_ll128.cu: the transfers of a Send/Recv call of at most a line slot (4.2 MiB) as LL128
 // lines (ll128.cuh), on ranks joined by NVLink; sendrecv.cu carries the larger ones.
 //
 // Whether a transfer goes as lines depends on its size only, so its sender and its receiver agree
