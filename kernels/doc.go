@@ -14,8 +14,8 @@
 // this build holds.
 //
 // Every collective kernel takes one parameter, the coll::Args struct of src/common.cuh
-// (mirrored by the collectives package); the point-to-point kernel (src/sendrecv.cu) takes its
-// own coll::P2PArgs, and the local scale kernel (src/scale.cu, NCCL's PreMulSum factor) its
+// (mirrored by the collectives package); the point-to-point kernels (src/sendrecv.cu on lanes,
+// src/sendrecv_ll128.cu in LL128 lines) take their own coll::P2PArgs, and the local scale kernel (src/scale.cu, NCCL's PreMulSum factor) its
 // coll::ScaleArgs, with one entry point per element type. The kernels that reduce (AllReduce,
 // ReduceScatter) have two entry points per element type: <prefix>_sum_<type suffix>, sum compiled
 // in (the path that matters most; unsigned types sum with the signed type's, the same bits), and
