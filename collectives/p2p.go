@@ -154,15 +154,16 @@ type p2pPeer struct {
 
 // SendRecv queues the sends and receives of ops on stream s and returns once they are queued: the
 // transfers of at most p2pLinesMaxBytes as LL128 lines where lines are on (one launch), the rest
-// on the lanes (another; planP2P). NCCL's semantics: a call holds at most one send and one receive per peer (more are
-// refused with ErrInvalidArgument); its transfers with different peers progress together, so a
-// call may send to one peer and receive from another whose call does the same without deadlock;
-// a send to this rank needs a receive from this rank of the same size in the same call (a copy).
-// The k-th send from rank a to rank b meets the k-th receive of b from a, whatever other calls
-// (point-to-point or collective) the two made in between; the receive's count must be the send's
-// (in bytes). A call waits only for the peers it names, at most 16 (maxP2PPeers), this rank included.
-// A send to a peer and a receive from it of the same size on the same buffer exchange it in place
-// (sendrecv.cu; across hosts every send is staged before any receive lands).
+// on the lanes (another; planP2P). NCCL's semantics: a call holds at most one send and one
+// receive per peer (more are refused with ErrInvalidArgument); its transfers with different
+// peers progress together, so a call may send to one peer and receive from another whose call
+// does the same without deadlock; a send to this rank needs a receive from this rank of the same
+// size in the same call (a copy). The k-th send from rank a to rank b meets the k-th receive of b
+// from a, whatever other calls (point-to-point or collective) the two made in between; the
+// receive's count must be the send's (in bytes). A call waits only for the peers it names, at
+// most 16 (maxP2PPeers), this rank included. A send to a peer and a receive from it of the same
+// size on the same buffer exchange it in place (sendrecv.cu and sendrecv_ll128.cu; across hosts
+// every send is staged before any receive lands).
 func (c *Comm) SendRecv(ops []P2POp, s cuda.Stream) error {
 	fail := func(err error) error { return fmt.Errorf("sendrecv of %d operations: %w", len(ops), err) }
 	peers, order, err := planSendRecv(ops, c.rank, c.nRanks)
