@@ -17,6 +17,8 @@
 // unpacks a group of lines packed the same group from the same place before (both loops deal the
 // groups to the warps alike), so no byte is overwritten before it was sent.
 //
+// A launch that gives up a wait (wait.cuh) leaves the counters behind (blocksDone among them);
+// the communicator takes no call after that (collectives.Comm.checkUsable), so nothing reads them.
 // Nothing here touches coll::State, the collectives' scratch or the lanes' slots and semaphores.
 #include "ll128.cuh"
 #include "sendrecv.cuh"
