@@ -3,7 +3,8 @@
 //
 // A Comm is built once per rank over a core.Communicator (collective: every rank calls New):
 // it connects to every peer over CUDA IPC, allocates and exchanges a scratch buffer (about 512
-// MiB plus 13.5 MiB per rank of GPU memory, up to 16 ranks), builds one memory-channel semaphore
+// MiB plus 13.5 MiB per rank of GPU memory, up to 16 ranks; Send/Recv's own, 41 MiB per rank:
+// p2pScratchBytes), builds one memory-channel semaphore
 // per (thread block, peer) and loads the kernels. After that a call only
 // queues one kernel on the caller's stream: no allocation, no host synchronisation, no
 // host-device round trip, so calls can be captured in a CUDA graph and replayed.
