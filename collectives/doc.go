@@ -4,9 +4,9 @@
 // A Comm is built once per rank over a core.Communicator (collective: every rank calls New):
 // it connects to every peer over CUDA IPC, allocates and exchanges a scratch buffer (about 512
 // MiB plus 13.5 MiB per rank of GPU memory, up to 16 ranks; Send/Recv's own, 41 MiB per rank:
-// p2pScratchBytes), builds one memory-channel semaphore
-// per (thread block, peer) and loads the kernels. After that a call only
-// queues one kernel on the caller's stream: no allocation, no host synchronisation, no
+// p2pScratchBytes), builds one memory-channel semaphore per (thread block, peer) and loads the
+// kernels. After that a call only queues its kernel on the caller's stream (a SendRecv whose
+// transfers go both in lines and on lanes, two): no allocation, no host synchronisation, no
 // host-device round trip, so calls can be captured in a CUDA graph and replayed.
 //
 // Semantics follow NCCL: counts are in elements; AllReduce reduces count elements of sendbuf
