@@ -15,7 +15,9 @@
 // over the grid), then waits for and unpacks its groups of every receive. In place with a peer
 // (send and receive on the same bytes, of the same size) needs nothing more: the warp that
 // unpacks a group of lines packed the same group from the same place before (both loops deal the
-// groups to the warps alike), so no byte is overwritten before it was sent.
+// groups to the warps alike), so no byte is overwritten before it was sent. A warp's receive may
+// wait on lines that a peer's block packs in its first loop, so every block of a launch must be
+// resident at once: the grid is at most the Comm's maxGrid, as for the collectives.
 //
 // A launch that gives up a wait (wait.cuh) leaves the counters behind (blocksDone among them);
 // the communicator takes no call after that (collectives.Comm.checkUsable), so nothing reads them.
