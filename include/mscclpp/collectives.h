@@ -80,7 +80,8 @@ typedef struct mscclppCollComm_s* mscclppCollComm_t;
  * cudaSetDevice chose) when deviceId < 0. Connects to every peer, exchanges scratch buffers
  * (about 512 MiB plus 13.5 MiB per rank of GPU memory, up to 16 ranks, and Send/Recv's 41 MiB
  * per rank: below), builds the memory and port channels and starts the port channels' proxy
- * thread (it polls while requests flow, naps when idle). Collective: blocks until every rank's side is ready (bootstrap timeout).
+ * thread (it polls while requests flow, naps when idle). Collective: blocks until every rank's
+ * side is ready (bootstrap timeout).
  * Ranks on several hosts (host ids differ; MSCCLPP_HOSTID sets one): each host's ranks get a
  * collective communicator of their own, and every call crosses hosts over libfabric links
  * (MSCCLPP_NET_PROVIDER) with the bytes staged in host memory (8 MiB of it per peer); such calls
