@@ -334,11 +334,15 @@ func broadcastKernel(algo string) string { return "mscclpp_broadcast_" + algo }
 // p2p kernel carries the rest.
 const alltoAllLinesKernel = "mscclpp_alltoall_ll128"
 
+// alltoAllPutKernel is AlltoAll's kernel for larger blocks (kernels/src/alltoall_put.cu).
+const alltoAllPutKernel = "mscclpp_alltoall_put"
+
 // kernelNames lists every entry point a call may launch, each once.
 func kernelNames() []string {
 	names := []string{allGatherKernel(AlgoPacket), allGatherKernel(AlgoLL128), allGatherKernel(AlgoPut), allGatherKernel(AlgoDirect),
 		allGatherKernel(AlgoPort), broadcastKernel(AlgoPacket), broadcastKernel(AlgoPut),
-		broadcastKernel(AlgoSAG), broadcastKernel(AlgoRing), broadcastKernel(AlgoLL128), alltoAllLinesKernel}
+		broadcastKernel(AlgoSAG), broadcastKernel(AlgoRing), broadcastKernel(AlgoLL128), alltoAllLinesKernel,
+		alltoAllPutKernel}
 	seen := map[string]bool{}
 	add := func(name string) {
 		if !seen[name] {
@@ -416,15 +420,18 @@ func chooseBroadcast(bytes uint64, nRanks, maxGrid int, lines bool, forced strin
 	return plan{algo, broadcastKernel(algo), roundBlocks(bytes, maxGrid), putThreads}
 }
 
-// chooseAlltoAll says whether an AlltoAll of bytes per block across nRanks sends LL128 lines (a
-// collective kernel, alltoAllLinesKernel) and in what grid, at most maxGrid blocks: where lines
-// are on (Comm.lines) and a block fits a line slot (alltoAllLL128MaxBytes). Else the p2p lanes
-// carry it.
+// chooseAlltoAll says whether an AlltoAll of bytes per block across nRanks runs as a collective
+// kernel, and which, in grids of at most maxGrid blocks: LL128 lines (alltoAllLinesKernel) for
+// blocks of up to alltoAllLL128MaxBytes where lines are on, rounds through the peers' scratch
+// (alltoAllPutKernel) otherwise; false for one rank (a copy on the p2p kernel).
 func chooseAlltoAll(bytes uint64, nRanks, maxGrid int, lines bool) (plan, bool) {
-	if !lines || nRanks < 2 || bytes > alltoAllLL128MaxBytes {
+	switch {
+	case nRanks < 2:
 		return plan{}, false
+	case lines && bytes <= alltoAllLL128MaxBytes:
+		return plan{AlgoLL128, alltoAllLinesKernel, lineBlocks(bytes*uint64(nRanks-1), maxGrid), packetThreads}, true
 	}
-	return plan{AlgoLL128, alltoAllLinesKernel, lineBlocks(bytes*uint64(nRanks-1), maxGrid), packetThreads}, true
+	return plan{AlgoPut, alltoAllPutKernel, roundBlocks(bytes, maxGrid), putThreads}, true
 }
 
 // chooseAllGather picks the algorithm and grid for bytes per rank across nRanks, in grids of at

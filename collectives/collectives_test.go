@@ -428,10 +428,10 @@ func TestKernelNamesCoverEveryType(t *testing.T) {
 	}
 	assert.Equal(t, 10, reducible, "every type but fp8")
 	assert.Len(t, sums, 7, "unsigned types sum with the signed kernels")
-	// Five AllGather, five Broadcast kernels and one AlltoAll kernel; nine AllReduce and two ReduceScatter
+	// Five AllGather, five Broadcast kernels and two AlltoAll kernels; nine AllReduce and two ReduceScatter
 	// algorithms, each with an entry point per reducible type and one per distinct sum, and a
 	// Scale kernel per reducible type.
-	assert.Len(t, kernelNames(), 5+5+1+(9+2)*(reducible+len(sums))+reducible)
+	assert.Len(t, kernelNames(), 5+5+2+(9+2)*(reducible+len(sums))+reducible)
 }
 
 // TestKernelNames: a reducing kernel's entry point is its algorithm's with, for sum, "sum_" and
@@ -831,28 +831,29 @@ func TestChooseReduceScatterAndBroadcast(t *testing.T) {
 // TestChooseAlltoAll: lines where they are on and a block fits a line slot, a grid of a thread
 // per 15 bytes sent; else the p2p lanes.
 func TestChooseAlltoAll(t *testing.T) {
+	lines := func(blocks int) plan { return plan{AlgoLL128, alltoAllLinesKernel, blocks, packetThreads} }
+	put := func(blocks int) plan { return plan{AlgoPut, alltoAllPutKernel, blocks, putThreads} }
 	tests := []struct {
 		bytes  uint64
 		nRanks int
 		lines  bool
 		ok     bool
-		blocks int
+		plan   plan
 	}{
-		{8, 4, true, true, 1},
-		{64 << 10, 2, true, true, 9},  // 547 lines of 8 threads: 4376 threads
-		{64 << 10, 4, true, true, 26}, // three peers' lines: 13128 threads
-		{alltoAllLL128MaxBytes, 4, true, true, maxBlocks},
-		{alltoAllLL128MaxBytes + 1, 4, true, false, 0},
-		{8, 4, false, false, 0},
-		{8, 1, true, false, 0},
+		{8, 4, true, true, lines(1)},
+		{64 << 10, 2, true, true, lines(9)},  // 547 lines of 8 threads: 4376 threads
+		{64 << 10, 4, true, true, lines(26)}, // three peers' lines: 13128 threads
+		{alltoAllLL128MaxBytes, 4, true, true, lines(maxBlocks)},
+		{alltoAllLL128MaxBytes + 1, 4, true, true, put(68)}, // a block per 32 KiB
+		{8, 4, false, true, put(1)},
+		{1 << 20, 2, false, true, put(32)}, // a block per 32 KiB of a rank's block
+		{8, 1, true, false, plan{}},
 	}
 	for _, tt := range tests {
 		p, ok := chooseAlltoAll(tt.bytes, tt.nRanks, maxBlocks, tt.lines)
 		what := fmt.Sprintf("%d bytes, %d ranks, lines %v", tt.bytes, tt.nRanks, tt.lines)
 		require.Equal(t, tt.ok, ok, what)
-		if ok {
-			assert.Equal(t, plan{AlgoLL128, alltoAllLinesKernel, tt.blocks, packetThreads}, p, what)
-		}
+		assert.Equal(t, tt.plan, p, what)
 	}
 }
 

@@ -243,12 +243,11 @@ func planSendRecv(ops []P2POp, rank, nRanks int) (map[int]*p2pPeer, []int, error
 // Queued on stream s; returns once queued. With more than maxP2PPeers ranks it is several
 // launches, each with the peers at some distances around the ring (rank + d receives from this
 // rank, rank - d sends to it, for d in the launch's range), so that every pair meets in the same
-// launch on both sides; each launch takes its blocks as SendRecv takes its transfers (up to
-// p2pLinesMaxBytes in lines where the GPUs are joined by NVLink, on the lanes above). Blocks of up
-// to alltoAllLL128MaxBytes go, there, in LL128 lines in one collective kernel instead
-// (chooseAlltoAll), in place too. In place on the lanes, a lane receives a chunk into its peer's
-// block only once it has sent those bytes (sendrecv.cu); across hosts every block for another
-// host is staged before any block lands.
+// launch on both sides. On one host an AlltoAll of two ranks or more is one collective kernel
+// instead (chooseAlltoAll): blocks of up to alltoAllLL128MaxBytes in LL128 lines where the GPUs
+// are joined by NVLink, else in rounds through the peers' scratch (alltoall_put.cu). In place
+// on the lanes, a lane receives a chunk into its peer's block only once it has sent those bytes
+// (sendrecv.cu); across hosts every block for another host is staged before any block lands.
 func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cuda.Stream) error {
 	fail := func(err error) error { return fmt.Errorf("alltoall of %d %s per rank: %w", count, dt, err) }
 	if err := checkCall(send, recv, count, dt); err != nil {

@@ -71,7 +71,7 @@ func TestModulesHaveTheirEntryPoints(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"allgather_direct", "allgather_ll128", "allgather_packet", "allgather_port", "allgather_put",
-		"allreduce_direct", "allreduce_ll128", "allreduce_oneshot", "allreduce_packet", "allreduce_packet2", "allreduce_port", "allreduce_rsag", "allreduce_rsag_port", "alltoall_ll128",
+		"allreduce_direct", "allreduce_ll128", "allreduce_oneshot", "allreduce_packet", "allreduce_packet2", "allreduce_port", "allreduce_rsag", "allreduce_rsag_port", "alltoall_ll128", "alltoall_put",
 		"broadcast_ll128", "broadcast_packet", "broadcast_put", "broadcast_ring", "broadcast_sag", "reducescatter_packet", "reducescatter_put", "scale",
 		"sendrecv", "sendrecv_ll128"}, names)
 	for _, prefix := range []string{"mscclpp_allreduce_packet", "mscclpp_allreduce_packet2", "mscclpp_allreduce_ll128", "mscclpp_allreduce_rsag",
@@ -94,6 +94,7 @@ func TestModulesHaveTheirEntryPoints(t *testing.T) {
 	assert.True(t, entries["mscclpp_allgather_port"])
 	assert.True(t, entries["mscclpp_broadcast_ll128"])
 	assert.True(t, entries["mscclpp_alltoall_ll128"])
+	assert.True(t, entries["mscclpp_alltoall_put"])
 	assert.True(t, entries["mscclpp_broadcast_packet"])
 	assert.True(t, entries["mscclpp_broadcast_put"])
 	assert.True(t, entries["mscclpp_broadcast_sag"])

@@ -26,8 +26,13 @@ constexpr uint64_t kMinRounds = 4;
 // their outputs. Rounds alternate between two banks (State.rounds): a peer that still copies round
 // R out of its slots has not yet signalled round R+1, which the writer of round R+2 into the same
 // bank waits for.
-template <typename OutFn>
-__device__ __forceinline__ void putRounds(const Args& a, uint64_t bytes, int64_t root, OutFn out) {
+//
+// kPerPeer: each destination rank r gets its own `bytes` bytes, at src(r) (AlltoAll), instead of
+// every rank the same bytes at args.send; the sender then stores each peer's piece with its own
+// loads, and copies its own piece from src(rank) unless that is out(rank) (in place).
+template <bool kPerPeer = false, typename OutFn, typename SrcFn = const char* (*)(uint64_t)>
+__device__ __forceinline__ void putRounds(const Args& a, uint64_t bytes, int64_t root, OutFn out,
+                                          SrcFn src = nullptr) {
   constexpr uint64_t kAlign = 16;
   const uint32_t block = blockIdx.x;
   const uint32_t nPeers = a.nRanks - 1;
@@ -36,7 +41,7 @@ __device__ __forceinline__ void putRounds(const Args& a, uint64_t bytes, int64_t
   const uint64_t partEnd = partBegin + clampLen(partBegin, part, bytes);
   const uint64_t roundBytes =
       part < kSplitPartBytes ? a.chunkBytes : min(a.chunkBytes, roundUp(ceilDiv(part, kMinRounds), kAlign));
-  const char* send = static_cast<const char*>(a.send);
+  const char* send = kPerPeer ? src(a.rank) : static_cast<const char*>(a.send);
   char* mine = out(a.rank);
   const bool sends = root < 0 || uint64_t(root) == a.rank;
   const bool inPlace = mine == send;
@@ -52,7 +57,14 @@ __device__ __forceinline__ void putRounds(const Args& a, uint64_t bytes, int64_t
     const uint32_t bank = round & 1;
     const uint64_t n = partEnd - off < roundBytes ? partEnd - off : roundBytes;
     const uint64_t slot = dataSlotOffset(a, bank, 0, a.rank, block);
-    if (sends && nPeers <= kMaxZeroCopyPeers) {
+    if (kPerPeer) {
+      for (uint32_t d = 0; d < nPeers; ++d) {  // around the ring from this rank, as below
+        const uint32_t p = rotatedPeer(a, d);
+        copyBytes(static_cast<char*>(channel(a, block, p).dst) + slot, src(peerRank(a, p)) + off, n, threadIdx.x,
+                  blockDim.x);
+      }
+      if (!inPlace) copyBytes(mine + off, send + off, n, threadIdx.x, blockDim.x);
+    } else if (sends && nPeers <= kMaxZeroCopyPeers) {
       // Each word is loaded once and stored to every peer's slot (around the ring from this
       // rank, so the ranks' writes spread over the links) and, out of place, to this rank's output.
       auto dst = [&](uint32_t d) -> char* { return d < nPeers ? peerScratch[d] + slot : mine + off; };
