@@ -42,10 +42,6 @@ const (
 	p2pLaneMinBytes = 16 << 10
 	// p2pThreads is coll::kP2PThreads.
 	p2pThreads = 1024
-	// alltoAllLanes is the most lanes of one transfer of an AlltoAll (p2pMaxLanes): on two ranks
-	// its three transfers (the copy to this rank, the send, the receive) then take 96 blocks,
-	// where p2pLanes lanes would need 192, more than maxBlocks.
-	alltoAllLanes = 32
 	// p2pStreamBytes is one stream's region of the receiver's p2p scratch (coll::kP2PStreamBytes).
 	p2pStreamBytes = p2pLanes * 2 * p2pChunkBytes
 	// p2pSemaphoreTag is the first semaphore tag of the p2p lanes (the memory channels of the
@@ -99,7 +95,7 @@ type p2pArgs struct {
 	MaxSpins int64
 	Abort    uintptr // the Comm's abort words (abort.go)
 	NEntries uint64
-	MaxLanes uint64 // p2pMaxLanes
+	MaxLanes uint64 // p2pLanes: the kernel's lane rule takes its bound from here
 	Entries  [maxP2PPeers]p2pEntry
 }
 
@@ -119,22 +115,6 @@ func laneCount(bytes uint64, maxLanes int) int {
 	}
 	n = max(min(n, p2pBaseLanes), (bytes+2*p2pChunkBytes-1)/(2*p2pChunkBytes))
 	return int(min(uint64(maxLanes), n))
-}
-
-// p2pMaxLanes is the most lanes one transfer of a launch takes: p2pLanes for a SendRecv;
-// alltoAllLanes for an AlltoAll, but half as many where its every transfer on alltoAllLanes lanes
-// would need more than maxBlocks blocks (three ranks or more), so that its launch stays near one
-// item per block. Sender and receiver must agree: a SendRecv always takes p2pLanes, an AlltoAll a
-// number both sides derive from nRanks.
-func p2pMaxLanes(alltoAll bool, nRanks int) int {
-	switch {
-	case !alltoAll:
-		return p2pLanes
-	case (2*min(nRanks, maxP2PPeers)-1)*alltoAllLanes > maxBlocks:
-		return alltoAllLanes / 2
-	default:
-		return alltoAllLanes
-	}
 }
 
 // p2pScratchBytes is the size of a rank's p2p scratch: a stream region per rank (its own unused,
@@ -173,7 +153,7 @@ func (c *Comm) SendRecv(ops []P2POp, s cuda.Stream) error {
 	if c.span != nil {
 		return wrapFail(fail, c.spanCall(func() error { return c.span.p2p(peers, order, s) }))
 	}
-	if err := c.launchP2P(peers, order, p2pLanes, s); err != nil {
+	if err := c.launchP2P(peers, order, s); err != nil {
 		return fail(err)
 	}
 	return nil
@@ -240,14 +220,11 @@ func planSendRecv(ops []P2POp, rank, nRanks int) (map[int]*p2pPeer, []int, error
 // AlltoAll sends block j of send (count elements of type dt at element j*count) to rank j and
 // receives block i of recv from rank i (the block of rank i's send for this rank), on every rank:
 // NCCL's ncclAlltoAll. In place when send == recv; buffers that overlap otherwise are refused.
-// Queued on stream s; returns once queued. With more than maxP2PPeers ranks it is several
-// launches, each with the peers at some distances around the ring (rank + d receives from this
-// rank, rank - d sends to it, for d in the launch's range), so that every pair meets in the same
-// launch on both sides. On one host an AlltoAll of two ranks or more is one collective kernel
-// instead (chooseAlltoAll): blocks of up to alltoAllLL128MaxBytes in LL128 lines where the GPUs
-// are joined by NVLink, else in rounds through the peers' scratch (alltoall_put.cu). In place
-// on the lanes, a lane receives a chunk into its peer's block only once it has sent those bytes
-// (sendrecv.cu); across hosts every block for another host is staged before any block lands.
+// Queued on stream s; returns once queued. On one host it is one collective kernel (chooseAlltoAll):
+// blocks of up to alltoAllLL128MaxBytes in LL128 lines where the GPUs are joined by NVLink, else
+// in rounds through the peers' scratch (alltoall_put.cu). Across hosts it is a SendRecv of every
+// rank (spanning.go), every block for another host staged before any block lands; on one rank, a
+// copy on the p2p lanes.
 func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cuda.Stream) error {
 	fail := func(err error) error { return fmt.Errorf("alltoall of %d %s per rank: %w", count, dt, err) }
 	if err := checkCall(send, recv, count, dt); err != nil {
@@ -273,11 +250,10 @@ func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cud
 		peers, order := alltoAllPeers(ringSteps(c.rank, c.nRanks, 0, c.nRanks), send, recv, bytes)
 		return wrapFail(fail, c.spanCall(func() error { return c.span.p2p(peers, order, s) }))
 	}
-	for _, group := range alltoAllGroups(c.rank, c.nRanks) {
-		peers, order := alltoAllPeers(group, send, recv, bytes)
-		if err := c.launchP2P(peers, order, p2pMaxLanes(true, c.nRanks), s); err != nil {
-			return fail(err)
-		}
+	// One rank (chooseAlltoAll takes two or more): its one block, copied on the p2p lanes.
+	peers, order := alltoAllPeers(ringSteps(c.rank, c.nRanks, 0, c.nRanks), send, recv, bytes)
+	if err := c.launchP2P(peers, order, s); err != nil {
+		return fail(err)
 	}
 	return nil
 }
@@ -306,21 +282,6 @@ func alltoAllPeers(steps []ringStep, send, recv cuda.DevicePtr, bytes uint64) (m
 // ringStep is one distance d of AlltoAll: send to rank + d, receive from rank - d.
 type ringStep struct{ to, from int }
 
-// alltoAllGroups cuts AlltoAll's distances 0 .. nRanks-1 into launches naming at most maxP2PPeers
-// peers each: distances [0, maxP2PPeers/2) first (each names two peers, one at 0), and so on;
-// with nRanks <= maxP2PPeers, one launch of every distance.
-func alltoAllGroups(rank, nRanks int) [][]ringStep {
-	per := maxP2PPeers / 2
-	if nRanks <= maxP2PPeers {
-		per = nRanks
-	}
-	var groups [][]ringStep
-	for d0 := 0; d0 < nRanks; d0 += per {
-		groups = append(groups, ringSteps(rank, nRanks, d0, min(d0+per, nRanks)))
-	}
-	return groups
-}
-
 // ringSteps are the distances [d0, d1) of AlltoAll around the ring from rank.
 func ringSteps(rank, nRanks, d0, d1 int) []ringStep {
 	var steps []ringStep
@@ -341,13 +302,13 @@ type p2pLaunches struct {
 }
 
 // planP2P splits the transfers with the peers (in order) between the launches: by its size alone,
-// so that a transfer's sender and receiver agree; the lanes take at most maxLanes per transfer.
+// so that a transfer's sender and receiver agree.
 // A copy to this rank goes with the lines when that small and a peer's transfer goes there too
 // (no peer has to agree; and the lines kernel keeps counters in the p2p scratch, which a
 // communicator of one rank does not have).
-func planP2P(base p2pArgs, peers map[int]*p2pPeer, order []int, rank, maxLanes int, lines bool) p2pLaunches {
+func planP2P(base p2pArgs, peers map[int]*p2pPeer, order []int, rank int, lines bool) p2pLaunches {
 	l := p2pLaunches{lines: base, lanes: base}
-	l.lanes.MaxLanes = uint64(maxLanes)
+	l.lanes.MaxLanes = p2pLanes
 	small := func(bytes uint64) bool { return lines && bytes > 0 && bytes <= p2pLinesMaxBytes }
 	peerLines := false
 	for _, r := range order {
@@ -387,9 +348,9 @@ func planP2P(base p2pArgs, peers map[int]*p2pPeer, order []int, rank, maxLanes i
 		if lane.SendBytes > 0 || lane.RecvBytes > 0 {
 			l.lanes.Entries[l.lanes.NEntries] = lane
 			l.lanes.NEntries++
-			l.items += laneCount(lane.SendBytes, maxLanes)
+			l.items += laneCount(lane.SendBytes, p2pLanes)
 			if r != rank {
-				l.items += laneCount(lane.RecvBytes, maxLanes)
+				l.items += laneCount(lane.RecvBytes, p2pLanes)
 			}
 		}
 	}
@@ -398,9 +359,9 @@ func planP2P(base p2pArgs, peers map[int]*p2pPeer, order []int, rank, maxLanes i
 }
 
 // launchP2P queues the launches of the p2p kernels for the peers (in order; at most maxP2PPeers):
-// the lines kernel, then the lanes kernel with at most maxLanes lanes per transfer (p2pMaxLanes).
-func (c *Comm) launchP2P(peers map[int]*p2pPeer, order []int, maxLanes int, s cuda.Stream) error {
-	l := planP2P(c.p2pArgs, peers, order, c.rank, maxLanes, c.lines)
+// the lines kernel, then the lanes kernel.
+func (c *Comm) launchP2P(peers map[int]*p2pPeer, order []int, s cuda.Stream) error {
+	l := planP2P(c.p2pArgs, peers, order, c.rank, c.lines)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkUsable(); err != nil {

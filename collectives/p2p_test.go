@@ -77,21 +77,6 @@ func TestLaneCount(t *testing.T) {
 	assert.Equal(t, uint64(p2pStreamBytes), uint64(32<<20))
 }
 
-// TestP2PMaxLanes: AlltoAll keeps one block per item where alltoAllLanes lanes per transfer fit in
-// maxBlocks blocks (two ranks), half as many beyond; SendRecv always takes every lane.
-func TestP2PMaxLanes(t *testing.T) {
-	for _, tt := range []struct {
-		alltoAll bool
-		nRanks   int
-		want     int
-	}{
-		{false, 2, p2pLanes}, {false, 8, p2pLanes}, {false, 64, p2pLanes},
-		{true, 1, 32}, {true, 2, 32}, {true, 3, 16}, {true, 4, 16}, {true, 64, 16},
-	} {
-		assert.Equal(t, tt.want, p2pMaxLanes(tt.alltoAll, tt.nRanks), "alltoall %v, %d ranks", tt.alltoAll, tt.nRanks)
-	}
-}
-
 // TestPlanSendRecvRefusals: what SendRecv refuses before it queues anything (rank 1 of 4).
 func TestPlanSendRecvRefusals(t *testing.T) {
 	const p = cuda.DevicePtr(0x10000)
@@ -197,7 +182,7 @@ func TestPlanSendRecv(t *testing.T) {
 		peers, order, err := planSendRecv(tt.ops, 1, 4)
 		require.NoError(t, err, tt.name)
 		assert.Equal(t, tt.order, order, tt.name)
-		l := planP2P(p2pArgs{Rank: 1, NRanks: 4}, peers, order, 1, p2pLanes, false)
+		l := planP2P(p2pArgs{Rank: 1, NRanks: 4}, peers, order, 1, false)
 		assert.Equal(t, tt.items, l.items, tt.name)
 		require.Equal(t, uint64(len(tt.entries)), l.lanes.NEntries, tt.name)
 		for i, e := range tt.entries {
@@ -267,7 +252,7 @@ func TestPlanP2PLines(t *testing.T) {
 	for _, tt := range tests {
 		peers, order, err := planSendRecv(tt.ops, 1, 4)
 		require.NoError(t, err, tt.name)
-		l := planP2P(p2pArgs{Rank: 1, NRanks: 4}, peers, order, 1, p2pLanes, true)
+		l := planP2P(p2pArgs{Rank: 1, NRanks: 4}, peers, order, 1, true)
 		assert.Equal(t, tt.lineBytes, l.lineBytes, tt.name)
 		assert.Equal(t, tt.items, l.items, tt.name)
 		entries := func(a p2pArgs) []p2pEntry {
@@ -278,35 +263,6 @@ func TestPlanP2PLines(t *testing.T) {
 		}
 		assert.Equal(t, tt.lines, entries(l.lines), tt.name)
 		assert.Equal(t, tt.lanes, entries(l.lanes), tt.name)
-	}
-}
-
-// TestAlltoAllGroups: every rank sends to and receives from every rank once; a launch names at
-// most maxP2PPeers peers; and the send from a to b sits in the same launch on a as the receive
-// of b from a does on b, so every pair meets in the same launch.
-func TestAlltoAllGroups(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 8, 16, 17, 31, 40} {
-		groupOfSend := map[[2]int]int{}
-		groupOfRecv := map[[2]int]int{}
-		for r := range n {
-			groups := alltoAllGroups(r, n)
-			if n <= maxP2PPeers {
-				assert.Len(t, groups, 1, "n=%d", n)
-			}
-			for g, steps := range groups {
-				named := map[int]bool{}
-				for _, s := range steps {
-					named[s.to], named[s.from] = true, true
-					_, dup := groupOfSend[[2]int{r, s.to}]
-					assert.False(t, dup, "n=%d: %d sends to %d twice", n, r, s.to)
-					groupOfSend[[2]int{r, s.to}] = g
-					groupOfRecv[[2]int{s.from, r}] = g
-				}
-				assert.LessOrEqual(t, len(named), maxP2PPeers, "n=%d rank %d group %d", n, r, g)
-			}
-		}
-		assert.Len(t, groupOfSend, n*n, "n=%d", n)
-		assert.Equal(t, groupOfSend, groupOfRecv, "n=%d", n)
 	}
 }
 

@@ -629,7 +629,7 @@ func (s *spanning) p2p(peers map[int]*p2pPeer, order []int, str cuda.Stream) err
 			errs.ErrInvalidArgument)
 	}
 	if len(localOrder) > 0 {
-		if err := s.local.launchP2P(localPeers, localOrder, p2pLanes, str); err != nil {
+		if err := s.local.launchP2P(localPeers, localOrder, str); err != nil {
 			return fmt.Errorf("inside host %d: %w", me, err)
 		}
 	}

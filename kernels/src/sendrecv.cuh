@@ -65,7 +65,7 @@ struct P2PArgs {
   int64_t maxSpins;     // bound of the polling loop's idle sweeps (wait.cuh); < 0: no bound
   uint32_t* abort;      // the communicator's abort words, host memory mapped into the device (wait.cuh)
   uint64_t nEntries;    // entries used
-  uint64_t maxLanes;    // the most lanes of one transfer in this launch: kP2PLanes, fewer for AlltoAll
+  uint64_t maxLanes;    // the most lanes of one transfer in this launch (kP2PLanes, see p2pLanes)
   P2PEntry entries[kMaxP2PPeers];
 };
 
@@ -76,9 +76,9 @@ static_assert(sizeof(P2PArgs) == 64 + 40 * kMaxP2PPeers && offsetof(P2PArgs, ent
 enum P2PDir : uint32_t { kP2PSend = 0, kP2PRecv = 1 };
 
 // The lanes a transfer of `bytes` bytes uses (0 for none) in a launch of at most maxLanes lanes per
-// transfer; sender and receiver agree (both launches have the same maxLanes: see
-// collectives.p2pMaxLanes). A lane per kP2PLaneBytes keeps the blocks of AlltoAll's many streams
-// few; a small transfer's lanes of kP2PLaneMinBytes move it in fewer rounds of chunks and spread
+// transfer; sender and receiver agree (both launches have the same maxLanes, kP2PLanes since
+// AlltoAll on one host left the lanes for alltoall_put.cu). A lane per kP2PLaneBytes keeps the
+// blocks of a call with many peers few; a small transfer's lanes of kP2PLaneMinBytes move it in fewer rounds of chunks and spread
 // its latency over more blocks; past kP2PBaseLanes a lane of two chunks overlaps its sender's second
 // chunk with its receiver's copy of the first (measured on 4 and 2 x H200, PERFORMANCE.md).
 __device__ __forceinline__ uint32_t p2pLanes(uint64_t bytes, uint64_t maxLanes) {
