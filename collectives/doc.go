@@ -33,8 +33,9 @@
 //     itself;
 //   - rsag (AllReduce): reduce-scatter then all-gather in pipelined rounds, one semaphore per
 //     thread block and peer;
-//   - put (AllGather, Broadcast): copies into the peers' scratch (Broadcast: the root's only), a
-//     signal per round; ReduceScatter's put is rsag's reduce-scatter rounds;
+//   - put (AllGather, Broadcast, AlltoAll): copies into the peers' scratch (Broadcast: the
+//     root's only; AlltoAll: each peer's block), a signal per round; ReduceScatter's put is rsag's
+//     reduce-scatter rounds;
 //   - sag (Broadcast on 3 or more ranks): the root scatters a piece of each round to each
 //     other rank, which passes it on to the others (all-gather), two signals per round;
 //   - ring (Broadcast on 3 or more ranks, from 256 MiB): a chain from the root, each rank storing
@@ -42,7 +43,7 @@
 //   - ll128: LL128 lines (120 data bytes and a flag per 128-byte line) between GPUs joined by
 //     NVLink: one-shot for AllReduce and AllGather at medium sizes; for Broadcast on 3 or more
 //     ranks from 64 KiB to 256 MiB, the ring's chain in lines, each line passed on as it arrives;
-//     for AlltoAll blocks of up to 2.1 MiB, one collective kernel instead of the p2p lanes;
+//     for AlltoAll blocks of up to 2.1 MiB (put above);
 //   - direct and rsag_direct: zero-copy, for buffers registered with Register (below);
 //   - port (AllGather): zero-copy through port channels: the copy engines copy between the
 //     registered buffers (large in-place calls);

@@ -181,7 +181,9 @@ typedef struct {
 mscclppResult_t mscclppSendRecv(const mscclppP2POp* ops, int nops, mscclppCollComm_t collComm, mscclppStream_t stream);
 /* Sends block j of sendbuff (`count` elements at element j * count) to rank j and receives block
  * i of recvbuff from rank i, on every rank (ncclAlltoAll). In place when sendbuff == recvbuff;
- * other overlapping buffers are refused. Queued on `stream`. */
+ * other overlapping buffers are refused. Queued on `stream`. On one host it is a collective kernel:
+ * LL128 lines for blocks of up to 2.1 MiB where the GPUs are joined by NVLink, else rounds through
+ * the peers' scratch. */
 mscclppResult_t mscclppAlltoAll(const void* sendbuff, void* recvbuff, size_t count, mscclppDataType_t datatype,
                                 mscclppCollComm_t collComm, mscclppStream_t stream);
 
