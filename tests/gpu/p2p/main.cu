@@ -13,10 +13,10 @@
 //   matching per pair: every rank sends two messages to every peer, one call per send, the peers
 //   in an order of its own, then an AllReduce, then receives them, one call per receive, in
 //   another order of its own (the k-th send from a to b must meet the k-th receive of b from a);
-//   AlltoAll of several sizes and types, out of place and in place (send == recv: where the GPUs
-//   are joined by NVLink, the collective LL128 lines kernel for blocks of up to 2.1 MiB and the
-//   p2p lines up to 4.2 MiB; else the lanes, each chunk received into the bytes it was sent from;
-//   up to 72 MiB, many chunks per lane);
+//   AlltoAll of several sizes and types, out of place and in place (send == recv): the collective
+//   LL128 lines kernel for blocks of up to 2.1 MiB where the GPUs are joined by NVLink, the
+//   collective put kernel above (in place, a round's pieces are copied out of the scratch only
+//   after this rank stored its own pieces of those offsets); up to 72 MiB, many rounds per block;
 //   a CUDA graph of a SendRecv ring, an AlltoAll and an AllReduce, captured once, replayed with
 //   new inputs;
 //   refusals: bad arguments fail with mscclppInvalidArgument and queue nothing.
