@@ -148,11 +148,11 @@ if build_cuda "$src" "$bin/collectives"; then
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -np "$np" "$bin/collectives" quick
 	run "collectives (rsag, put)" 600 env MSCCLPP_ALLREDUCE_ALGO=rsag MSCCLPP_ALLGATHER_ALGO=put \
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -x MSCCLPP_ALLGATHER_ALGO -np "$np" "$bin/collectives" quick
-	# Broadcast forced (AllReduce and AllGather by size, ReduceScatter and Broadcast swept).
+	# Broadcast forced: its sweeps alone (the other collectives run as in "auto").
 	run "collectives (broadcast ring)" 600 env MSCCLPP_BROADCAST_ALGO=ring \
-		$mpirun -x MSCCLPP_BROADCAST_ALGO -np "$np" "$bin/collectives" quick
+		$mpirun -x MSCCLPP_BROADCAST_ALGO -np "$np" "$bin/collectives" quick broadcast
 	run "collectives (broadcast ll128)" 600 env MSCCLPP_BROADCAST_ALGO=ll128 \
-		$mpirun -x MSCCLPP_BROADCAST_ALGO -np "$np" "$bin/collectives" quick
+		$mpirun -x MSCCLPP_BROADCAST_ALGO -np "$np" "$bin/collectives" quick broadcast
 	run "collectives (oneshot)" 600 env MSCCLPP_ALLREDUCE_ALGO=oneshot \
 		$mpirun -x MSCCLPP_ALLREDUCE_ALGO -np "$np" "$bin/collectives" quick
 	# Registered buffers: zero-copy where the size picks it, then zero-copy at every size.

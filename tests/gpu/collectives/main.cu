@@ -23,6 +23,7 @@
 // group of checks and "collectives: N passed, M failed"; the exit status is 0 only if all passed.
 //
 //   mpirun -np N ./collectives [quick | sanitize | hosts] [registered]
+//   mpirun -x MSCCLPP_BROADCAST_ALGO=ring -np N ./collectives [quick] broadcast
 //   mpirun -x MSCCLPP_COLL_MAX_SPINS=1048576 -np N ./collectives disagree
 // Rank r uses GPU r % deviceCount (ranks that share a GPU get MSCCLPP_COLL_MAX_BLOCKS set so that
 // two communicators' calls fit at once; see main); "quick" skips 256 MiB; "registered" carves
@@ -31,7 +32,8 @@
 // MSCCLPP_ALLGATHER_ALGO force an algorithm for every size (ReduceScatter and Broadcast, which no
 // variable forces, are then left out: they run in the runs that force nothing; "auto" forces
 // nothing). "disagree" runs only the check of ranks that disagree about registration (see
-// disagree() below).
+// disagree() below). "broadcast" runs only the Broadcast sweeps and burst (for a forced
+// MSCCLPP_BROADCAST_ALGO: the other collectives would run as in a run that forces nothing).
 // "sanitize" is a run small enough for compute-sanitizer, which slows kernels 10-100x
 // (scripts/gpu-test.sh, section 4d; a fifth of a full run's calls, none over 32 MiB): every
 // collective and Scale, with sum and max, for one type of each element size (float32, float16,
@@ -817,6 +819,18 @@ int disagree() {
   return all ? 0 : 1;
 }
 
+// Every Broadcast sweep and the burst of a full or "quick" run (and of a "broadcast" one).
+void broadcastSweeps(mscclppCollComm_t comm, cudaStream_t s, bool big) {
+  broadcastSweep<float>(comm, s, big);
+  broadcastSweep<__half>(comm, s, false);
+  broadcastSweep<uint8_t>(comm, s, big);
+  broadcastSweep<int8_t>(comm, s, false);
+  broadcastSweep<int64_t>(comm, s, false);
+  broadcastSweep<uint64_t>(comm, s, false);
+  broadcastSweep<Fp8E4M3>(comm, s, false);
+  broadcastBurst(comm, s);
+}
+
 // The sweeps of a full or "quick" run; reduceScatterAndBroadcast: nothing is forced (ReduceScatter
 // and Broadcast run).
 void fullSweeps(mscclppCollComm_t comm, cudaStream_t s, bool big, bool reduceScatterAndBroadcast) {
@@ -848,14 +862,7 @@ void fullSweeps(mscclppCollComm_t comm, cudaStream_t s, bool big, bool reduceSca
     reduceScatterSweep<uint8_t>(comm, s, false);
     reduceScatterSweep<int64_t>(comm, s, false);
     reduceScatterSweep<uint64_t>(comm, s, false);
-    broadcastSweep<float>(comm, s, big);
-    broadcastSweep<__half>(comm, s, false);
-    broadcastSweep<uint8_t>(comm, s, big);
-    broadcastSweep<int8_t>(comm, s, false);
-    broadcastSweep<int64_t>(comm, s, false);
-    broadcastSweep<uint64_t>(comm, s, false);
-    broadcastSweep<Fp8E4M3>(comm, s, false);
-    broadcastBurst(comm, s);
+    broadcastSweeps(comm, s, big);
     scaleSweep<float>(comm, s);
     scaleSweep<__half>(comm, s);
     scaleSweep<__nv_bfloat16>(comm, s);
@@ -908,13 +915,14 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-  bool big = true, registered = false, disagreeing = false, sanitize = false, hosts = false;
+  bool big = true, registered = false, disagreeing = false, sanitize = false, hosts = false, broadcastOnly = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "quick") == 0) big = false;
     if (std::strcmp(argv[i], "sanitize") == 0) sanitize = true, big = false;
     if (std::strcmp(argv[i], "registered") == 0) registered = true;
     if (std::strcmp(argv[i], "disagree") == 0) disagreeing = true;
     if (std::strcmp(argv[i], "hosts") == 0) hosts = true, big = false;
+    if (std::strcmp(argv[i], "broadcast") == 0) broadcastOnly = true;
   }
   g_verbose = std::getenv("COLLECTIVES_VERBOSE") != nullptr;
   int devices = 0;
@@ -952,7 +960,13 @@ int main(int argc, char** argv) {
                 g_nranks, ar ? ar : "auto", ag ? ag : "auto", bc ? bc : "auto", registered ? "registered" : "unregistered",
                 sanitize ? ", sanitize mode" : hosts ? ", ranks across hosts" : "");
   }
-  if (hosts) {
+  if (broadcastOnly) {
+    Comm c1;
+    cudaStream_t s;
+    CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    broadcastSweeps(c1.coll, s, big);
+    CUDA(cudaStreamDestroy(s));
+  } else if (hosts) {
     Comm c1;
     cudaStream_t s;
     CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
