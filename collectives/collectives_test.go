@@ -829,7 +829,8 @@ func TestChooseReduceScatterAndBroadcast(t *testing.T) {
 }
 
 // TestChooseAlltoAll: lines where they are on and a block fits a line slot, a grid of a thread
-// per 15 bytes sent; else the p2p lanes.
+// per 15 bytes sent; else the put rounds, a block per 32 KiB of a block; one rank: no collective
+// kernel (a copy on the p2p lanes).
 func TestChooseAlltoAll(t *testing.T) {
 	lines := func(blocks int) plan { return plan{AlgoLL128, alltoAllLinesKernel, blocks, packetThreads} }
 	put := func(blocks int) plan { return plan{AlgoPut, alltoAllPutKernel, blocks, putThreads} }
@@ -847,7 +848,9 @@ func TestChooseAlltoAll(t *testing.T) {
 		{alltoAllLL128MaxBytes + 1, 4, true, true, put(68)}, // a block per 32 KiB
 		{8, 4, false, true, put(1)},
 		{1 << 20, 2, false, true, put(32)}, // a block per 32 KiB of a rank's block
+		{1 << 30, 64, true, true, put(maxBlocks)},
 		{8, 1, true, false, plan{}},
+		{1 << 30, 1, false, false, plan{}},
 	}
 	for _, tt := range tests {
 		p, ok := chooseAlltoAll(tt.bytes, tt.nRanks, maxBlocks, tt.lines)
