@@ -1,5 +1,7 @@
-// sendrecv.cu: Send/Recv with any set of peers in one launch (and AlltoAll, which is one such
-// launch with every peer), through the receivers' p2p scratch (see sendrecv.cuh).
+// sendrecv.cu: Send/Recv with any set of peers in one launch (and AlltoAll's transfers within a
+// host when its ranks span hosts, and a one-rank AlltoAll's copy; on one host AlltoAll has
+// collective kernels: alltoall_ll128.cu, alltoall_put.cu), through the receivers' p2p scratch
+// (see sendrecv.cuh).
 //
 // The launch's work items are (entry, direction, lane) triples, dealt round robin to the blocks.
 // A block does not finish one item before the next: it sweeps over its items and moves a chunk
@@ -12,7 +14,7 @@
 // __syncthreads, every thread copies the slot out, __syncthreads, thread 0 signals the slot free
 // (release: the reads are done before the sender may overwrite). A copy to this rank (peer ==
 // rank) is a plain copy. In place (a peer's entry whose send and receive are the same bytes, as
-// AlltoAll in place has: p2pInPlace), a lane's receive takes chunk c out of its slot only once the
+// an exchange with a peer in one buffer has: p2pInPlace), a lane's receive takes chunk c out of its slot only once the
 // lane's send has sent chunk c from those bytes: two counters per (peer, lane) in this rank's p2p
 // scratch, chunks sent and chunks received in place, equal between launches (both directions of
 // such an entry have the same chunks); a receive goes while sent > received. The sent counter is a
