@@ -1,6 +1,7 @@
 package core
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,8 +18,8 @@ import (
 // links into /sys/devices, whose path is the PCI tree.
 
 // networkDomain is the libfabric domain the context's IB endpoint opens on: UseNetDomain's, else
-// MSCCLPP_NET_DOMAIN's, else the RDMA device nearest gpu (nicForGPU), else "" (the provider's
-// choice). c.mu is held.
+// MSCCLPP_NET_DOMAIN's, else MSCCLPP_NET_IFNAME's interface's (domainOfInterface), else the RDMA
+// device nearest gpu (nicForGPU), else "" (the provider's choice). c.mu is held.
 func (c *Context) networkDomain(gpu int) string {
 	if c.netDomain != "" {
 		return c.netDomain
@@ -29,6 +30,11 @@ func (c *Context) networkDomain(gpu int) string {
 	provider, err := fabric.NetworkProvider()
 	if err != nil {
 		return "" // openFabric names the failure
+	}
+	if ifname := config.NetIfname.Get(); ifname != "" {
+		domain, why := domainOfInterface("/", provider, ifname)
+		logging.Logger().Info("network device chosen", "provider", provider, "domain", domain, "interface", ifname, "why", why)
+		return domain
 	}
 	domain, why := nicForGPU(provider, gpu)
 	if domain != "" {
@@ -82,6 +88,31 @@ func nicForGPU(provider string, ordinal int) (domain, why string) {
 		return d, "nearest the GPU on the PCI tree"
 	}
 	return candidates[0], "locality unknown: the first candidate"
+}
+
+// domainOfInterface is the libfabric domain of provider that the network interface ifname
+// (eth0, ib0) is: for verbs and efa, the RDMA device whose PCI function also carries ifname
+// (sysfs under sysRoot: /sys/class/infiniband/<device>/device/net/<ifname>; efa's domain is
+// <device>-rdm); for the others
+// (tcp), whose domains are interfaces, ifname itself. An RDMA provider with no device behind
+// ifname gets ifname too, so that opening it fails with the provider's devices named. why says
+// which, for the log.
+func domainOfInterface(sysRoot, provider, ifname string) (domain, why string) {
+	if !isProvider(rdmaProviders, provider) {
+		return ifname, "MSCCLPP_NET_IFNAME: the provider's domains are interfaces"
+	}
+	devices, err := os.ReadDir(filepath.Join(sysRoot, sysClassIB))
+	if err == nil {
+		for _, d := range devices {
+			if _, err := os.Stat(filepath.Join(sysRoot, sysClassIB, d.Name(), "device", "net", ifname)); err == nil {
+				if isProvider([]string{"efa"}, provider) {
+					return d.Name() + "-rdm", "MSCCLPP_NET_IFNAME: the RDMA device behind the interface"
+				}
+				return d.Name(), "MSCCLPP_NET_IFNAME: the RDMA device behind the interface"
+			}
+		}
+	}
+	return ifname, "MSCCLPP_NET_IFNAME: no RDMA device behind the interface"
 }
 
 // isProvider reports whether provider is one of names, alone or as the core of a

@@ -1,13 +1,17 @@
 package core
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mscclpp-go/mscclpp/core/fabric"
 	"github.com/mscclpp-go/mscclpp/internal/config"
 	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
@@ -92,4 +96,74 @@ func TestNICForGPUOnlyRDMA(t *testing.T) {
 	d, why := nicForGPU("verbs;ofi_rxm", -1)
 	assert.Equal(t, "mlx5_0", d, "no GPU: the first of MSCCLPP_HCA_DEVICES")
 	assert.NotEmpty(t, why)
+}
+
+func TestDomainOfInterface(t *testing.T) {
+	root := t.TempDir()
+	// mlx5_1's PCI function carries the netdev ib1; rdmap16s27's (efa) carries eth2; mlx5_0 none.
+	for _, dir := range []string{"mlx5_0/device", "mlx5_1/device/net/ib1", "rdmap16s27/device/net/eth2"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(root, sysClassIB, dir), 0o755))
+	}
+	tests := []struct {
+		provider, ifname, want string
+	}{
+		{"verbs", "ib1", "mlx5_1"},
+		{"verbs;ofi_rxm", "ib1", "mlx5_1"},
+		{"efa", "eth2", "rdmap16s27-rdm"},
+		{"verbs", "eth9", "eth9"}, // no device behind it: opening it names the failure
+		{"tcp", "ib1", "ib1"},     // tcp's domains are interfaces
+		{"tcp;ofi_rxm", "lo", "lo"},
+	}
+	for _, tc := range tests {
+		got, why := domainOfInterface(root, tc.provider, tc.ifname)
+		assert.Equal(t, tc.want, got, "%s on %s", tc.ifname, tc.provider)
+		assert.Contains(t, why, "MSCCLPP_NET_IFNAME")
+	}
+	got, _ := domainOfInterface(filepath.Join(root, "none"), "verbs", "ib1")
+	assert.Equal(t, "ib1", got, "no sysfs: the interface itself")
+}
+
+// TestNetIfnameOverTCP: MSCCLPP_NET_IFNAME picks the interface of tcp's network connections (the
+// real provider on loopback), and bytes move over it.
+func TestNetIfnameOverTCP(t *testing.T) {
+	useProvider(t, TransportIB, "tcp")
+	if !slices.Contains(fabricDomains(t, "tcp"), "lo") {
+		t.Skip("libfabric's tcp provider offers no domain lo here")
+	}
+	testutil.Override(t, config.NetIfname, "lo")
+	h := connectHostMemory(t, TransportIB, 8, 8)
+	copy(h.src, "ifname:)")
+	require.NoError(t, h.conn.Write(h.dstThere, 0, h.srcMem, 0, 8))
+	require.NoError(t, h.conn.Flush(context.Background()))
+	assert.Eventually(t, func() bool { return string(h.dst) == "ifname:)" }, 30*time.Second, 100*time.Microsecond,
+		"the bytes never landed") // the receiver's context progresses on its own
+	for _, c := range []*Context{h.sender, h.receiver} {
+		n, err := c.fabric(TransportIB, -1)
+		require.NoError(t, err)
+		assert.Equal(t, "lo", n.ep.Domain())
+	}
+}
+
+// TestNetDomainMissing: a domain the provider does not have is a named error listing its
+// domains (the real tcp provider).
+func TestNetDomainMissing(t *testing.T) {
+	useProvider(t, TransportIB, "tcp")
+	testutil.Override(t, config.NetIfname, "nosuchif0")
+	c := NewContext()
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	_, err := c.CreateEndpoint(EndpointConfig{Transport: TransportIB, Device: Device{Type: DeviceCPU}})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, fabric.ErrUnavailable)
+	assert.Contains(t, err.Error(), `no domain "nosuchif0"`)
+	for _, d := range fabricDomains(t, "tcp") {
+		assert.Contains(t, err.Error(), d)
+	}
+}
+
+// fabricDomains lists provider's domains, failing t when libfabric cannot say.
+func fabricDomains(t *testing.T, provider string) []string {
+	t.Helper()
+	domains, err := fabric.Domains(provider)
+	require.NoError(t, err)
+	return domains
 }

@@ -206,6 +206,9 @@ func Open(provider, domain string) (*Endpoint, error) {
 		if r == -C.int(C.FI_ENODATA) {
 			avail, _ := Providers()
 			err = fmt.Errorf("%w: provider %q (domain %q) offers no RDM endpoint with ordered RMA writes; available: %v", ErrUnavailable, provider, domain, avail)
+			if domains, derr := Domains(provider); domain != "" && derr == nil && len(domains) > 0 && !slices.Contains(domains, domain) {
+				err = fmt.Errorf("%w: provider %q has no domain %q; its domains: %v", ErrUnavailable, provider, domain, domains)
+			}
 		}
 		return nil, err
 	}

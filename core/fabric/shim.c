@@ -135,6 +135,28 @@ int mscclpp_fab_list(const char *prov, int what, char *out, size_t out_len)
 	return 0;
 }
 
+/* pick_domain keeps, of e->info's answers, the first on `domain` alone: a layered provider (rxm
+ * over tcp in libfabric 1.17) answers with every domain whatever the hints name. -FI_ENODATA when
+ * none is on it. */
+static int pick_domain(struct mscclpp_fab_ep *e, const char *domain, const char **where)
+{
+	*where = "fi_getinfo";
+	struct fi_info *pick = NULL;
+	for (struct fi_info *i = e->info; i != NULL && pick == NULL; i = i->next)
+		if (i->domain_attr != NULL && i->domain_attr->name != NULL && strcmp(i->domain_attr->name, domain) == 0)
+			pick = i;
+	if (pick == NULL)
+		return -FI_ENODATA;
+	struct fi_info *one = p_dupinfo(pick); /* the one entry, without the rest of the list */
+	if (one == NULL) {
+		*where = "allocate";
+		return -FI_ENOMEM;
+	}
+	p_freeinfo(e->info);
+	e->info = one;
+	return 0;
+}
+
 int mscclpp_fab_open(const char *prov, const char *domain, struct mscclpp_fab_ep **out, const char **where)
 {
 	*out = NULL;
@@ -154,6 +176,8 @@ int mscclpp_fab_open(const char *prov, const char *domain, struct mscclpp_fab_ep
 		*where = "fi_getinfo";
 		goto fail;
 	}
+	if (domain != NULL && domain[0] != '\0' && (r = pick_domain(e, domain, where)) != 0)
+		goto fail;
 	*where = "fi_fabric";
 	if ((r = p_fabric(e->info->fabric_attr, &e->fabric, NULL)) != 0)
 		goto fail;

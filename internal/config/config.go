@@ -264,6 +264,10 @@ var (
 		Name: "MSCCLPP_NET_DOMAIN", Default: "", parse: parseString,
 		Doc: "the libfabric domain (NIC or interface, as fi_info names it: mlx5_0, eth0, lo) of network connections; empty lets the provider choose",
 	}
+	NetIfname = &Var[string]{
+		Name: "MSCCLPP_NET_IFNAME", Default: "", parse: parseString,
+		Doc: "the network interface (eth0, ib0, lo) whose NIC network connections use when MSCCLPP_NET_DOMAIN names none: tcp takes the interface as its domain, verbs and efa the RDMA device behind it (sysfs); MSCCLPP_HCA_DEVICES is then not consulted",
+	}
 	HcaDevices = &Var[string]{
 		Name: "MSCCLPP_HCA_DEVICES", Default: "", parse: parseString,
 		Doc: "the RDMA devices (verbs or efa domains, comma-separated: mlx5_0,mlx5_1) network connections may use; each rank takes the one nearest its GPU on the PCI tree; empty: every device the provider offers. MSCCLPP_NET_DOMAIN wins over it",
@@ -294,6 +298,6 @@ type Describer interface {
 // All lists every tunable, in the order docs/CONFIG.md shows them.
 func All() []Describer {
 	return []Describer{NCCLLibrary, Debug, BootstrapTimeout, SocketIfname, CUDALibrary, AllReduceAlgo, AllGatherAlgo,
-		BroadcastAlgo, CollMaxSpins, CollMaxBlocks, ProxyTrace, FabricLibrary, NetProvider, NetDomain, HcaDevices, NetTimeout, HostID, BootstrapKey,
+		BroadcastAlgo, CollMaxSpins, CollMaxBlocks, ProxyTrace, FabricLibrary, NetProvider, NetDomain, NetIfname, HcaDevices, NetTimeout, HostID, BootstrapKey,
 		BootstrapMaxPending}
 }

@@ -34,6 +34,7 @@ var readers = map[string]func(){
 	FabricLibrary.Name:       func() { FabricLibrary.Get() },
 	NetProvider.Name:         func() { NetProvider.Get() },
 	NetDomain.Name:           func() { NetDomain.Get() },
+	NetIfname.Name:           func() { NetIfname.Get() },
 	HcaDevices.Name:          func() { HcaDevices.Get() },
 	NetTimeout.Name:          func() { NetTimeout.Get() },
 	HostID.Name:              func() { HostID.Get() },
@@ -45,7 +46,7 @@ var readers = map[string]func(){
 var resetters = []func(){
 	NCCLLibrary.Reset, Debug.Reset, BootstrapTimeout.Reset, SocketIfname.Reset, CUDALibrary.Reset,
 	AllReduceAlgo.Reset, AllGatherAlgo.Reset, BroadcastAlgo.Reset, CollMaxSpins.Reset, CollMaxBlocks.Reset, ProxyTrace.Reset,
-	FabricLibrary.Reset, NetProvider.Reset, NetDomain.Reset, HcaDevices.Reset, NetTimeout.Reset, HostID.Reset, BootstrapKey.Reset,
+	FabricLibrary.Reset, NetProvider.Reset, NetDomain.Reset, NetIfname.Reset, HcaDevices.Reset, NetTimeout.Reset, HostID.Reset, BootstrapKey.Reset,
 	BootstrapMaxPending.Reset,
 }
 
