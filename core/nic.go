@@ -93,10 +93,9 @@ func nicForGPU(provider string, ordinal int) (domain, why string) {
 // domainOfInterface is the libfabric domain of provider that the network interface ifname
 // (eth0, ib0) is: for verbs and efa, the RDMA device whose PCI function also carries ifname
 // (sysfs under sysRoot: /sys/class/infiniband/<device>/device/net/<ifname>; efa's domain is
-// <device>-rdm); for the others
-// (tcp), whose domains are interfaces, ifname itself. An RDMA provider with no device behind
-// ifname gets ifname too, so that opening it fails with the provider's devices named. why says
-// which, for the log.
+// <device>-rdm); for the others (tcp), whose domains are interfaces, ifname itself. An RDMA
+// provider with no device behind ifname gets ifname too, so that opening it fails with the
+// provider's domains named. why says which, for the log.
 func domainOfInterface(sysRoot, provider, ifname string) (domain, why string) {
 	if !isProvider(rdmaProviders, provider) {
 		return ifname, "MSCCLPP_NET_IFNAME: the provider's domains are interfaces"
