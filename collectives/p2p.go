@@ -246,12 +246,12 @@ func (c *Comm) AlltoAll(send, recv cuda.DevicePtr, count int, dt DataType, s cud
 		}
 		return nil
 	}
-	if c.span != nil { // every distance in one call: the path across hosts takes any number of peers
-		peers, order := alltoAllPeers(ringSteps(c.rank, c.nRanks, 0, c.nRanks), send, recv, bytes)
+	// Every distance in one call: the path across hosts takes any number of peers; on one rank
+	// (chooseAlltoAll takes two or more) it is the one block, copied on the p2p lanes.
+	peers, order := alltoAllPeers(ringSteps(c.rank, c.nRanks, 0, c.nRanks), send, recv, bytes)
+	if c.span != nil {
 		return wrapFail(fail, c.spanCall(func() error { return c.span.p2p(peers, order, s) }))
 	}
-	// One rank (chooseAlltoAll takes two or more): its one block, copied on the p2p lanes.
-	peers, order := alltoAllPeers(ringSteps(c.rank, c.nRanks, 0, c.nRanks), send, recv, bytes)
 	if err := c.launchP2P(peers, order, s); err != nil {
 		return fail(err)
 	}
