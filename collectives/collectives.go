@@ -203,11 +203,7 @@ func (c *Comm) launch(x *call, s cuda.Stream) error {
 			return err
 		}
 	}
-	f, ok := c.funcs[p.kernel]
-	if !ok {
-		return fmt.Errorf("kernel %s was not loaded: %w", p.kernel, errs.ErrInternal)
-	}
-	return cuda.LaunchKernelInContext(c.pctx, f, uint32(p.blocks), uint32(p.threads), s, x.args.bytes())
+	return c.launchKernel(p.kernel, uint32(p.blocks), uint32(p.threads), s, x.args.bytes())
 }
 
 // zeroCopyRegistrations returns the registrations holding the call's buffers when zero-copy

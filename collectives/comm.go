@@ -566,6 +566,16 @@ func (c *Comm) function(name string) (cuda.Function, error) {
 	return f, nil
 }
 
+// launchKernel queues kernel name, resolved when the Comm was built, on stream s: grid blocks of
+// threads threads, with args as its one parameter. c.mu is held.
+func (c *Comm) launchKernel(name string, grid, threads uint32, s cuda.Stream, args []byte) error {
+	f, ok := c.funcs[name]
+	if !ok {
+		return fmt.Errorf("kernel %s was not loaded: %w", name, errs.ErrInternal)
+	}
+	return cuda.LaunchKernelInContext(c.pctx, f, grid, threads, s, args)
+}
+
 // moduleFor returns the index of the module of kernel name in modNames: the module named by the
 // longest prefix of the kernel's name ("mscclpp_allreduce_packet_f32" is in "allreduce_packet",
 // not in "allreduce_packet2"; "mscclpp_allreduce_rsag_port_f32" in "allreduce_rsag_port", not

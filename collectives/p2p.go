@@ -372,23 +372,15 @@ func (c *Comm) launchP2P(peers map[int]*p2pPeer, order []int, s cuda.Stream) err
 	}
 	c.abort.lastCall.Store(uint32(callSendRecv))
 	if l.lineBytes > 0 {
-		f, ok := c.funcs[p2pLinesKernel]
-		if !ok {
-			return fmt.Errorf("kernel %s was not loaded: %w", p2pLinesKernel, errs.ErrInternal)
-		}
 		grid := uint32(lineBlocks(l.lineBytes, c.maxGrid))
-		if err := cuda.LaunchKernelInContext(c.pctx, f, grid, packetThreads, s, l.lines.bytes()); err != nil {
+		if err := c.launchKernel(p2pLinesKernel, grid, packetThreads, s, l.lines.bytes()); err != nil {
 			return err
 		}
 	}
 	if l.items == 0 {
 		return nil
 	}
-	f, ok := c.funcs[p2pKernel]
-	if !ok {
-		return fmt.Errorf("kernel %s was not loaded: %w", p2pKernel, errs.ErrInternal)
-	}
-	return cuda.LaunchKernelInContext(c.pctx, f, uint32(min(l.items, max(c.maxGrid, 1))), p2pThreads, s, l.lanes.bytes())
+	return c.launchKernel(p2pKernel, uint32(min(l.items, max(c.maxGrid, 1))), p2pThreads, s, l.lanes.bytes())
 }
 
 // connectP2P allocates and exchanges the p2p scratch, builds a semaphore per (peer, direction,

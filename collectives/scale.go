@@ -102,9 +102,5 @@ func (c *Comm) launchScale(kernel string, blocks int, a *scaleArgs, s cuda.Strea
 	if c.closed {
 		return ErrClosed
 	}
-	f, ok := c.funcs[kernel]
-	if !ok {
-		return fmt.Errorf("kernel %s was not loaded: %w", kernel, errs.ErrInternal)
-	}
-	return cuda.LaunchKernelInContext(c.pctx, f, uint32(blocks), scaleThreads, s, a.bytes())
+	return c.launchKernel(kernel, uint32(blocks), scaleThreads, s, a.bytes())
 }
