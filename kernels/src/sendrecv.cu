@@ -14,14 +14,15 @@
 // __syncthreads, every thread copies the slot out, __syncthreads, thread 0 signals the slot free
 // (release: the reads are done before the sender may overwrite). A copy to this rank (peer ==
 // rank) is a plain copy. In place (a peer's entry whose send and receive are the same bytes, as
-// an exchange with a peer in one buffer has: p2pInPlace), a lane's receive takes chunk c out of its slot only once the
-// lane's send has sent chunk c from those bytes: two counters per (peer, lane) in this rank's p2p
-// scratch, chunks sent and chunks received in place, equal between launches (both directions of
-// such an entry have the same chunks); a receive goes while sent > received. The sent counter is a
-// volatile store after the barrier that ends the chunk's copy, without a fence: every load of the
-// copy has returned its value by then (the block's stores of those values were issued before the
-// barrier), so no later store can change what was sent. Nothing here touches coll::State or the
-// collectives' scratch and semaphores: the collectives' calls counter and rounds stay what they were.
+// an exchange with a peer in one buffer has: p2pInPlace), a lane's receive takes chunk c out of
+// its slot only once the lane's send has sent chunk c from those bytes: two counters per (peer,
+// lane) in this rank's p2p scratch, chunks sent and chunks received in place, equal between
+// launches (both directions of such an entry have the same chunks); a receive goes while sent >
+// received. The sent counter is a volatile store after the barrier that ends the chunk's copy,
+// without a fence: every load of the copy has returned its value by then (the block's stores of
+// those values were issued before the barrier), so no later store can change what was sent.
+// Nothing here touches coll::State or the collectives' scratch and semaphores: the collectives'
+// calls counter and rounds stay what they were.
 #include "sendrecv.cuh"
 
 namespace coll {

@@ -78,9 +78,10 @@ enum P2PDir : uint32_t { kP2PSend = 0, kP2PRecv = 1 };
 // The lanes a transfer of `bytes` bytes uses (0 for none) in a launch of at most maxLanes lanes per
 // transfer; sender and receiver agree (both launches have the same maxLanes, kP2PLanes since
 // AlltoAll on one host left the lanes for alltoall_put.cu). A lane per kP2PLaneBytes keeps the
-// blocks of a call with many peers few; a small transfer's lanes of kP2PLaneMinBytes move it in fewer rounds of chunks and spread
-// its latency over more blocks; past kP2PBaseLanes a lane of two chunks overlaps its sender's second
-// chunk with its receiver's copy of the first (measured on 4 and 2 x H200, PERFORMANCE.md).
+// blocks of a call with many peers few; a small transfer's lanes of kP2PLaneMinBytes move it in
+// fewer rounds of chunks and spread its latency over more blocks; past kP2PBaseLanes a lane of two
+// chunks overlaps its sender's second chunk with its receiver's copy of the first (measured on 4
+// and 2 x H200, PERFORMANCE.md).
 __device__ __forceinline__ uint32_t p2pLanes(uint64_t bytes, uint64_t maxLanes) {
   const uint64_t small = ceilDiv(bytes, kP2PLaneMinBytes);
   uint64_t n = ceilDiv(bytes, kP2PLaneBytes);
