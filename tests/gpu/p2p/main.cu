@@ -155,10 +155,12 @@ void checkExchange(Group& g, mscclppCollComm_t comm, cudaStream_t s, int to, int
 // Up to kLinesMax a transfer goes as LL128 lines where the GPUs are joined by NVLink, above on the
 // lanes; from 32 MiB a transfer takes all 64 lanes; at 21 MiB + 13 each of 42 lanes has two
 // chunks, the second partial.
-constexpr size_t kLinesMax = (size_t(9) << 19) / 128 * 120;
-const std::vector<size_t> kBytes = {0,         1,           7,        16,          1000, 4099, 65536, 65537, 200003,
-                                    (1u << 20) + 3, kLinesMax, kLinesMax + 16, 4u << 20, (5u << 20) + 11,
-                                    16u << 20, (21u << 20) + 13};
+constexpr size_t kLinesMax = size_t(16) << 20;  // EXPERIMENT: in pieces of 4.2 MiB
+constexpr size_t kPiece = (size_t(9) << 19) / 128 * 120;
+const std::vector<size_t> kBytes = {0,          1,          7,         16,          1000, 4099, 65536, 65537,
+                                    200003,     (1u << 20) + 3,       kPiece,      kPiece + 16,
+                                    3 * kPiece + 40,      kLinesMax, kLinesMax + 16, (5u << 20) + 11,
+                                    (21u << 20) + 13};
 
 template <typename T>
 void ringSweep(mscclppCollComm_t comm, cudaStream_t s) {
