@@ -85,7 +85,7 @@ __device__ __forceinline__ void sendRecvLL128(const P2PArgs& a) {
       // This warp has read its lines of piece q; the last warp to do so tells the sender.
       __syncwarp();
       if (leader) {
-        __threadfence_system();
+        __threadfence();  // the warp's loads have returned; the ack below is fenced at system scope
         uint64_t* done = count.warpsDone + en.peer * 2 + q % 2;
         if (atomicAdd(reinterpret_cast<unsigned long long*>(done), 1ull) == nWarps - 1) {
           *reinterpret_cast<volatile uint64_t*>(done) = 0;
