@@ -120,14 +120,14 @@ __device__ __forceinline__ uint64_t p2pLineSlotOffset(uint64_t nRanks, uint64_t 
 // A rank's line counters, each an array of one word per rank: `sent` and `received` count the
 // pieces in lines this rank sent to and received from each rank (local); `read[r]` is how many of
 // this rank's pieces rank r has finished reading (written by r). `blocksDone` counts the blocks
-// of the running launch that have finished (the last resets it); `warpsDone[2r + s]` the warps
+// of the running launch that have finished (the last resets it); `piecesRead[2r + s]` the blocks
 // that have read the piece from rank r in slot s (the last resets it). All zero at the start.
 struct P2PLineCounters {
   volatile uint64_t* sent;
   volatile uint64_t* received;
   volatile uint64_t* read;
   uint32_t* blocksDone;
-  uint64_t* warpsDone;
+  uint64_t* piecesRead;
 };
 __device__ __forceinline__ P2PLineCounters p2pLineCounters(char* scratch, uint64_t nRanks) {
   uint64_t* base = reinterpret_cast<uint64_t*>(scratch + p2pLineSlotOffset(nRanks, nRanks, 0));

@@ -7,7 +7,7 @@
 // to rank r (q from 0, counted on each side: P2PLineCounters) is flagged q + 1 and goes into slot
 // q % 2 of s's two line slots in r's p2p scratch, so a line never mistakes an earlier piece's
 // line in the same place for its own. Before a warp of s writes its lines of piece q >= 2 into a
-// slot, it waits until r has finished reading piece q - 2 from there: the last of r's warps to
+// slot, it waits until r has finished reading piece q - 2 from there: the last of r's blocks to
 // finish reading a piece writes the count of pieces read into s's counters (read), after a
 // system fence. So a sender runs at most two pieces ahead of its receiver, as on the lanes (two
 // chunk slots each).
@@ -32,7 +32,6 @@ __device__ __forceinline__ void sendRecvLL128(const P2PArgs& a) {
   const LinePlace at;
   const uint64_t warp = (uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const uint64_t nWarps = uint64_t(gridDim.x) * blockDim.x / 32;
-  const bool leader = threadIdx.x % 32 == 0;
   const P2PLineCounters count = p2pLineCounters(a.scratch, a.nRanks);
 
   uint64_t rounds = 0;
@@ -82,19 +81,18 @@ __device__ __forceinline__ void sendRecvLL128(const P2PArgs& a) {
         waitLines(a, slot, at, line, lines, q + 1, v0, v1);
         storeLineWords(out, bytes, outAligned, at, line < lines, line * kLineDataWords + 2 * at.piece, v0, v1);
       }
-      // This warp has read its lines of piece q; the last warp to do so tells the sender.
-      __syncwarp();
-      if (leader) {
-        __threadfence();  // the warp's loads have returned; the ack below is fenced at system scope
-        uint64_t* done = count.warpsDone + en.peer * 2 + q % 2;
-        if (atomicAdd(reinterpret_cast<unsigned long long*>(done), 1ull) == nWarps - 1) {
+      // This block has read its lines of piece q; the last block to do so tells the sender.
+      syncAfterWaits();
+      if (threadIdx.x == 0) {
+        __threadfence();  // the block's loads have returned; the ack below is fenced at system scope
+        uint64_t* done = count.piecesRead + en.peer * 2 + q % 2;
+        if (atomicAdd(reinterpret_cast<unsigned long long*>(done), 1ull) == gridDim.x - 1) {
           *reinterpret_cast<volatile uint64_t*>(done) = 0;
           __threadfence_system();
           char* peerScratch = static_cast<char*>(p2pChannel(a, en.peer, kP2PSend, 0).dst);
           p2pLineCounters(peerScratch, a.nRanks).read[a.rank] = q + 1;
         }
       }
-      __syncwarp();
     }
   }
 
