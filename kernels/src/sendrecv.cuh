@@ -33,9 +33,8 @@ constexpr uint32_t kP2PSmallLanes = 8;
 constexpr uint64_t kP2PLaneMinBytes = 16 << 10;
 // Block size; must equal collectives.p2pThreads.
 constexpr uint32_t kP2PThreads = 1024;
-// Bytes of one line slot of the p2p scratch (sendrecv_ll128.cu): a transfer of at most
-// kP2PLineSlotBytes / kLineBytes * kLineDataWords * 8 bytes (4.2 MiB) goes as LL128 lines. Must
-// equal collectives.p2pLineSlotBytes.
+// Bytes of one line slot of the p2p scratch (sendrecv_ll128.cu): a slot holds one piece of a
+// transfer in lines, kP2PLinePieceBytes (4.2 MiB) of data. Must equal collectives.p2pLineSlotBytes.
 constexpr uint64_t kP2PLineSlotBytes = 9 << 19;
 // The data bytes of one slot's lines: a transfer in lines goes in pieces of this many bytes, each
 // through a slot (sendrecv_ll128.cu).

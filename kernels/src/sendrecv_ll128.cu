@@ -6,17 +6,20 @@
 // goes in pieces of kP2PLinePieceBytes, a slot's lines each. The q-th piece in lines from rank s
 // to rank r (q from 0, counted on each side: P2PLineCounters) is flagged q + 1 and goes into slot
 // q % 2 of s's two line slots in r's p2p scratch, so a line never mistakes an earlier piece's
-// line in the same place for its own. Before a warp of s writes its lines of piece q >= 2 into a
-// slot, it waits until r has finished reading piece q - 2 from there: the last of r's blocks to
-// finish reading a piece writes the count of pieces read into s's counters (read), after a
-// system fence. So a sender runs at most two pieces ahead of its receiver, as on the lanes (two
+// line in the same place for its own. Before s writes piece q >= 2 into a slot, each of its
+// blocks waits until r has finished reading piece q - 2 from there, which r acks by writing the
+// count of pieces read into s's counters (read), after a system fence: a launch whose transfers
+// are one piece each acks from its last block to finish (one ack per launch: 1 us less at 1-4 MiB
+// on 4 x H200 than an ack per piece); a streamed launch (a transfer of two or more pieces) acks
+// each piece from the last of its blocks to read it, so the sender refills the slot while the
+// launch runs. So a sender runs at most two pieces ahead of its receiver, as on the lanes (two
 // chunk slots each).
 //
 // The pieces go in rounds: in round i every warp packs its groups of lines of piece i of every
 // send, then waits for and unpacks its groups of piece i of every receive (a copy to this rank is
-// a plain copy over the grid first). A warp waits for a slot only in its sends of round i, for
-// the peers' reads of round i - 2, which the peers' warps finish without waiting on round i of
-// this rank; so a ring of ranks each sending to the next cannot deadlock. In place with a peer
+// a plain copy over the grid first). A block waits for a slot only before its sends of round i,
+// for the peers' reads of round i - 2, which the peers' blocks finish without waiting on round i
+// of this rank; so a ring of ranks each sending to the next cannot deadlock. In place with a peer
 // (send and receive on the same bytes, of the same size) needs nothing more: the warp that
 // unpacks a group of lines of a piece packed the same group from the same place earlier in the
 // round, so no byte is overwritten before it was sent. A warp's receive may wait on lines that a
@@ -44,14 +47,24 @@ __device__ __forceinline__ void sendRecvLL128(const P2PArgs& a) {
     rounds = max(rounds, max(p2pLinePieces(en.sendBytes), p2pLinePieces(en.recvBytes)));
   }
 
+  // A launch of one piece per transfer acks its reads once, from its last block to finish; a
+  // streamed one acks each piece as soon as its last block has read it.
+  const bool streamed = rounds > 1;
   for (uint64_t i = 0; i < rounds; ++i) {
+    // The sends of round i may write their slots once the receivers have read piece q - 2.
+    if (threadIdx.x == 0) {
+      for (uint64_t e = 0; e < a.nEntries; ++e) {
+        const P2PEntry& en = a.entries[e];
+        if (en.peer == a.rank || i >= p2pLinePieces(en.sendBytes)) continue;
+        const uint64_t q = count.sent[en.peer] + i;
+        for (int64_t spins = 0; q >= 2 && count.read[en.peer] < q - 1; ++spins) spinCheck(a.abort, a.maxSpins, spins);
+      }
+    }
+    syncAfterWaits();
     for (uint64_t e = 0; e < a.nEntries; ++e) {
       const P2PEntry& en = a.entries[e];
       if (en.peer == a.rank || i >= p2pLinePieces(en.sendBytes)) continue;
       const uint64_t q = count.sent[en.peer] + i;
-      // The slot is free once the receiver has read piece q - 2.
-      for (int64_t spins = 0; q >= 2 && count.read[en.peer] < q - 1; ++spins) spinCheck(a.abort, a.maxSpins, spins);
-      __syncwarp();
       const char* src = static_cast<const char*>(en.send) + i * kP2PLinePieceBytes;
       const uint64_t bytes = min(en.sendBytes - i * kP2PLinePieceBytes, kP2PLinePieceBytes);
       char* slot = static_cast<char*>(p2pChannel(a, en.peer, kP2PSend, 0).dst) +
@@ -81,6 +94,7 @@ __device__ __forceinline__ void sendRecvLL128(const P2PArgs& a) {
         waitLines(a, slot, at, line, lines, q + 1, v0, v1);
         storeLineWords(out, bytes, outAligned, at, line < lines, line * kLineDataWords + 2 * at.piece, v0, v1);
       }
+      if (!streamed) continue;
       // This block has read its lines of piece q; the last block to do so tells the sender.
       syncAfterWaits();
       if (threadIdx.x == 0) {
@@ -96,16 +110,27 @@ __device__ __forceinline__ void sendRecvLL128(const P2PArgs& a) {
     }
   }
 
-  // The last block to finish counts the launch's pieces.
+  // The last block to finish counts the launch's pieces and, unless streamed, tells each sender
+  // what was read (every block's reads fenced at system scope first).
   __syncthreads();
   if (threadIdx.x != 0) return;
-  __threadfence();
+  if (streamed) {
+    __threadfence();
+  } else {
+    __threadfence_system();
+  }
   if (atomicAdd(count.blocksDone, 1) != gridDim.x - 1) return;
+  __threadfence_system();
   for (uint64_t e = 0; e < a.nEntries; ++e) {
     const P2PEntry& en = a.entries[e];
     if (en.peer == a.rank) continue;
     count.sent[en.peer] = count.sent[en.peer] + p2pLinePieces(en.sendBytes);
-    count.received[en.peer] = count.received[en.peer] + p2pLinePieces(en.recvBytes);
+    const uint64_t received = count.received[en.peer] + p2pLinePieces(en.recvBytes);
+    count.received[en.peer] = received;
+    if (!streamed && en.recvBytes > 0) {
+      char* peerScratch = static_cast<char*>(p2pChannel(a, en.peer, kP2PSend, 0).dst);
+      p2pLineCounters(peerScratch, a.nRanks).read[a.rank] = received;
+    }
   }
   *count.blocksDone = 0;
 }
