@@ -93,6 +93,12 @@ const (
 	// 17.9-18.0 / 13.9-14.8, 4 MiB 19.2-20.1 / 25.8-26.1 / 22.7-23.0; 2 x H200: 1 KiB 3.2 / 7.9 /
 	// 6.3, 1 MiB 5.1 / 13.1 / 12.8, 4 MiB 10.7 / 21.2 / 19.4).
 	alltoAllLL128MaxBytes = linesMaxBytes
+	// alltoAllLinesMaxTotalBytes: and only while a rank's lines to all its peers, the block
+	// times nRanks - 1, are at most this many bytes; past it the put rounds are faster (graph, us,
+	// bytes per rank, lines / put / NCCL; 4 x H200, 3 MiB of lines: 4 MiB 19.2-20.4 / 18.7-20.1 /
+	// 22.7-23.3; 6 MiB: 8 MiB 33.6-35.1 / 27.2-28.5 / 34.7-39.6; 2 x H200, 2 MiB of lines: 4 MiB
+	// 10.0-10.8 / 12.9-13.5 / 19.1-20.2).
+	alltoAllLinesMaxTotalBytes = 4 << 20
 	// dataBankBytes sizes the data banks of the scratch (4 x nRanks x maxBlocks slots); the
 	// slot (chunk) size follows from it and the rank count: 512 KiB on 2 ranks, 256 KiB on 4.
 	dataBankBytes = 512 << 20
@@ -422,13 +428,14 @@ func chooseBroadcast(bytes uint64, nRanks, maxGrid int, lines bool, forced strin
 
 // chooseAlltoAll says whether an AlltoAll of bytes per block across nRanks runs as a collective
 // kernel, and which, in grids of at most maxGrid blocks: LL128 lines (alltoAllLinesKernel) for
-// blocks of up to alltoAllLL128MaxBytes where lines are on, rounds through the peers' scratch
-// (alltoAllPutKernel) otherwise; false for one rank (a copy on the p2p kernel).
+// blocks of up to alltoAllLL128MaxBytes, and alltoAllLinesMaxTotalBytes to all peers, where lines
+// are on, rounds through the peers' scratch (alltoAllPutKernel) otherwise; false for one rank (a
+// copy on the p2p kernel).
 func chooseAlltoAll(bytes uint64, nRanks, maxGrid int, lines bool) (plan, bool) {
 	switch {
 	case nRanks < 2:
 		return plan{}, false
-	case lines && bytes <= alltoAllLL128MaxBytes:
+	case lines && bytes <= alltoAllLL128MaxBytes && bytes*uint64(nRanks-1) <= alltoAllLinesMaxTotalBytes:
 		return plan{AlgoLL128, alltoAllLinesKernel, lineBlocks(bytes*uint64(nRanks-1), maxGrid), packetThreads}, true
 	}
 	return plan{AlgoPut, alltoAllPutKernel, roundBlocks(bytes, maxGrid), putThreads}, true

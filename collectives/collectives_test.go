@@ -828,9 +828,9 @@ func TestChooseReduceScatterAndBroadcast(t *testing.T) {
 	assert.Equal(t, 40, chooseBroadcast(1<<30, 4, 40, true, AlgoAuto).blocks)
 }
 
-// TestChooseAlltoAll: lines where they are on and a block fits a line slot, a grid of a thread
-// per 15 bytes sent; else the put rounds, a block per 32 KiB of a block; one rank: no collective
-// kernel (a copy on the p2p lanes).
+// TestChooseAlltoAll: lines where they are on, a block fits a line slot and the lines to all peers
+// fit alltoAllLinesMaxTotalBytes, a grid of a thread per 15 bytes sent; else the put rounds, a
+// block per 32 KiB of a block; one rank: no collective kernel (a copy on the p2p lanes).
 func TestChooseAlltoAll(t *testing.T) {
 	lines := func(blocks int) plan { return plan{AlgoLL128, alltoAllLinesKernel, blocks, packetThreads} }
 	put := func(blocks int) plan { return plan{AlgoPut, alltoAllPutKernel, blocks, putThreads} }
@@ -844,8 +844,11 @@ func TestChooseAlltoAll(t *testing.T) {
 		{8, 4, true, true, lines(1)},
 		{64 << 10, 2, true, true, lines(9)},  // 547 lines of 8 threads: 4376 threads
 		{64 << 10, 4, true, true, lines(26)}, // three peers' lines: 13128 threads
-		{alltoAllLL128MaxBytes, 4, true, true, lines(maxBlocks)},
-		{alltoAllLL128MaxBytes + 1, 4, true, true, put(68)}, // a block per 32 KiB
+		{alltoAllLL128MaxBytes, 2, true, true, lines(maxBlocks)},
+		{alltoAllLL128MaxBytes + 1, 2, true, true, put(68)}, // a block per 32 KiB
+		{alltoAllLinesMaxTotalBytes / 3, 4, true, true, lines(maxBlocks)},
+		{alltoAllLinesMaxTotalBytes/3 + 1, 4, true, true, put(43)}, // 4 MiB of lines to three peers: put
+		{alltoAllLinesMaxTotalBytes / 7, 8, true, true, lines(maxBlocks)},
 		{8, 4, false, true, put(1)},
 		{1 << 20, 2, false, true, put(32)}, // a block per 32 KiB of a rank's block
 		{1 << 30, 64, true, true, put(maxBlocks)},

@@ -93,6 +93,8 @@ func evalC(expr string, consts map[string]int64) (v int64, ok bool) {
 				return x - y, true
 			case token.MUL:
 				return x * y, true
+			case token.QUO:
+				return x / y, y != 0
 			case token.SHL:
 				return x << y, true
 			}
@@ -125,6 +127,7 @@ func TestKernelConstantsMatch(t *testing.T) {
 		{"kP2PLanes", p2pLanes},
 		{"kP2PBaseLanes", p2pBaseLanes},
 		{"kP2PLineSlotBytes", p2pLineSlotBytes},
+		{"kP2PLinePieceBytes", p2pLinePieceBytes},
 		{"kP2PChunkBytes", p2pChunkBytes},
 		{"kP2PLaneBytes", p2pLaneBytes},
 		{"kP2PSmallLanes", p2pSmallLanes},

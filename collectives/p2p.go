@@ -60,8 +60,13 @@ const (
 	// receiver's p2p scratch. 4.5 MiB: on 2 x H200 a 4 MiB transfer in lines took 19.5-19.8 us,
 	// on the lanes 27.3-27.8 (NCCL 28.5-29.2); 2 MiB 12.4-12.6 against 18.7-19.2 (19.1-19.5).
 	p2pLineSlotBytes = 9 << 19
-	// p2pLinesMaxBytes is the most bytes of a transfer in lines: a line slot's worth.
-	p2pLinesMaxBytes = p2pLineSlotBytes / lineBytes * lineDataWords * 8
+	// p2pLinePieceBytes is coll::kP2PLinePieceBytes: a line slot's worth of data, the piece in
+	// which a transfer in lines goes.
+	p2pLinePieceBytes = p2pLineSlotBytes / lineBytes * lineDataWords * 8
+	// p2pLinesMaxBytes is the most bytes of a transfer in lines, streamed in pieces past the
+	// first (graph, us, 4 x H200, lines in pieces / lanes / NCCL: 8 MiB 34.4-36.2 / 42.0-42.6 /
+	// 60.8-63.9 on 4 ranks and 2; 16 MiB 64.3-66.4 / 65.3-66.3 / 76.9-124.5).
+	p2pLinesMaxBytes = 16 << 20
 )
 
 // P2POp is one send or receive of SendRecv: Count elements of type Type from Buf to rank Peer
@@ -122,7 +127,7 @@ func laneCount(bytes uint64, maxLanes int) int {
 // (coll::p2pInPlaceCount), two line slots per rank (coll::p2pLineSlotOffset), three line counters
 // per rank and the count of finished blocks (coll::P2PLineCounters).
 func p2pScratchBytes(nRanks int) uint64 {
-	return roundUp(uint64(nRanks)*(p2pStreamBytes+p2pLanes*2*8+2*p2pLineSlotBytes+3*8)+8, peerAllocAlign)
+	return roundUp(uint64(nRanks)*(p2pStreamBytes+p2pLanes*2*8+2*p2pLineSlotBytes+5*8)+8, peerAllocAlign)
 }
 
 // p2pPeer is what one call does with one peer.

@@ -72,8 +72,8 @@ func TestLaneCount(t *testing.T) {
 		assert.Equal(t, tt.lanes, laneCount(tt.bytes, tt.maxLanes), "%d bytes, at most %d lanes", tt.bytes, tt.maxLanes)
 	}
 	// The streams, the in-place counters, the line slots and counters, rounded up.
-	assert.Equal(t, uint64(42<<20), p2pScratchBytes(1), "32 MiB + 9 MiB + 1 KiB + 32 bytes")
-	assert.Equal(t, uint64(84<<20), p2pScratchBytes(2), "64 MiB + 18 MiB + 2 KiB + 56 bytes")
+	assert.Equal(t, uint64(42<<20), p2pScratchBytes(1), "32 MiB + 9 MiB + 1 KiB + 48 bytes")
+	assert.Equal(t, uint64(84<<20), p2pScratchBytes(2), "64 MiB + 18 MiB + 2 KiB + 88 bytes")
 	assert.Equal(t, uint64(p2pStreamBytes), uint64(32<<20))
 }
 
@@ -218,10 +218,10 @@ func TestPlanP2PLines(t *testing.T) {
 		}, []p2pEntry{{Peer: 2, Send: uintptr(p), SendBytes: small}},
 			[]p2pEntry{{Peer: 3, Send: uintptr(p), SendBytes: big}}, small, laneCount(big, p2pLanes)},
 		{"a peer's directions apart", []P2POp{
-			{Peer: 2, Send: true, Buf: p, Count: 8 << 20, Type: Int8},
-			{Peer: 2, Buf: p + 16<<20, Count: 512, Type: Int8},
-		}, []p2pEntry{{Peer: 2, Send: uintptr(p), Recv: uintptr(p + 16<<20), RecvBytes: 512}},
-			[]p2pEntry{{Peer: 2, Send: uintptr(p), Recv: uintptr(p + 16<<20), SendBytes: 8 << 20}}, 512, 32},
+			{Peer: 2, Send: true, Buf: p, Count: 32 << 20, Type: Int8},
+			{Peer: 2, Buf: p + 64<<20, Count: 512, Type: Int8},
+		}, []p2pEntry{{Peer: 2, Send: uintptr(p), Recv: uintptr(p + 64<<20), RecvBytes: 512}},
+			[]p2pEntry{{Peer: 2, Send: uintptr(p), Recv: uintptr(p + 64<<20), SendBytes: 32 << 20}}, 512, 64},
 		{"in place with a peer: both directions in lines", []P2POp{
 			{Peer: 0, Send: true, Buf: p, Count: 64, Type: Float64},
 			{Peer: 0, Buf: p, Count: 64, Type: Float64},
@@ -239,8 +239,8 @@ func TestPlanP2PLines(t *testing.T) {
 			laneCount(100, p2pLanes)},
 		{"a large copy to this rank on lanes", []P2POp{
 			{Peer: 1, Send: true, Buf: p, Count: int(big), Type: Int8},
-			{Peer: 1, Buf: p + 8<<20, Count: int(big), Type: Int8},
-		}, nil, []p2pEntry{{Peer: 1, Send: uintptr(p), Recv: uintptr(p + 8<<20), SendBytes: big, RecvBytes: big}},
+			{Peer: 1, Buf: p + 64<<20, Count: int(big), Type: Int8},
+		}, nil, []p2pEntry{{Peer: 1, Send: uintptr(p), Recv: uintptr(p + 64<<20), SendBytes: big, RecvBytes: big}},
 			0, laneCount(big, p2pLanes)},
 		{"the lines kernel's grid follows the larger direction", []P2POp{
 			{Peer: 0, Send: true, Buf: p, Count: 100, Type: Int8},

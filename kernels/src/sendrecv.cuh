@@ -33,10 +33,12 @@ constexpr uint32_t kP2PSmallLanes = 8;
 constexpr uint64_t kP2PLaneMinBytes = 16 << 10;
 // Block size; must equal collectives.p2pThreads.
 constexpr uint32_t kP2PThreads = 1024;
-// Bytes of one line slot of the p2p scratch (sendrecv_ll128.cu): a transfer of at most
-// kP2PLineSlotBytes / kLineBytes * kLineDataWords * 8 bytes (4.2 MiB) goes as LL128 lines. Must
-// equal collectives.p2pLineSlotBytes.
+// Bytes of one line slot of the p2p scratch (sendrecv_ll128.cu): a slot holds one piece of a
+// transfer in lines, kP2PLinePieceBytes (4.2 MiB) of data. Must equal collectives.p2pLineSlotBytes.
 constexpr uint64_t kP2PLineSlotBytes = 9 << 19;
+// The data bytes of one slot's lines: a transfer in lines goes in pieces of this many bytes, each
+// through a slot (sendrecv_ll128.cu).
+constexpr uint64_t kP2PLinePieceBytes = kP2PLineSlotBytes / 128 * 120;
 // The most (peer, direction, lane) work items of one launch.
 constexpr uint32_t kP2PMaxItems = kMaxP2PPeers * 2 * kP2PLanes;
 // Bytes of one stream's region in the receiver's p2p scratch: kP2PLanes x 2 slots.
@@ -114,20 +116,25 @@ __device__ __forceinline__ volatile uint64_t* p2pInPlaceCount(const P2PArgs& a, 
 __device__ __forceinline__ uint64_t p2pLineSlotOffset(uint64_t nRanks, uint64_t sender, uint64_t parity) {
   return nRanks * (kP2PStreamBytes + kP2PLanes * 2 * 8) + (sender * 2 + parity) * kP2PLineSlotBytes;
 }
-// A rank's line counters, each an array of one word per rank: `sent` and `received` count this
-// rank's transfers in lines to and from each rank (local); `read[r]` is how many of this rank's
-// transfers in lines rank r has finished reading (written by r). `blocksDone` counts the blocks
-// of the running launch that have finished (the last resets it). All zero at the start.
+// A rank's line counters, each an array of one word per rank: `sent` and `received` count the
+// pieces in lines this rank sent to and received from each rank (local); `read[r]` is how many of
+// this rank's pieces rank r has finished reading (written by r). `blocksDone` counts the blocks
+// of the running launch that have finished (the last resets it); `piecesRead[2r + s]` the blocks
+// that have read the piece from rank r in slot s (the last resets it). All zero at the start.
 struct P2PLineCounters {
   volatile uint64_t* sent;
   volatile uint64_t* received;
   volatile uint64_t* read;
   uint32_t* blocksDone;
+  uint64_t* piecesRead;
 };
 __device__ __forceinline__ P2PLineCounters p2pLineCounters(char* scratch, uint64_t nRanks) {
   uint64_t* base = reinterpret_cast<uint64_t*>(scratch + p2pLineSlotOffset(nRanks, nRanks, 0));
-  return {base, base + nRanks, base + 2 * nRanks, reinterpret_cast<uint32_t*>(base + 3 * nRanks)};
+  return {base, base + nRanks, base + 2 * nRanks, reinterpret_cast<uint32_t*>(base + 3 * nRanks),
+          base + 3 * nRanks + 1};
 }
+// The pieces of a transfer of `bytes` bytes in lines.
+__device__ __forceinline__ uint64_t p2pLinePieces(uint64_t bytes) { return ceilDiv(bytes, kP2PLinePieceBytes); }
 // Where slot `slot` of lane `lane` of the stream from rank `sender` is in the receiver's p2p scratch.
 __device__ __forceinline__ uint64_t p2pSlotOffset(uint64_t sender, uint32_t lane, uint64_t slot) {
   return sender * kP2PStreamBytes + (uint64_t(lane) * 2 + slot) * kP2PChunkBytes;

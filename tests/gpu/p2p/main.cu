@@ -3,8 +3,8 @@
 // against values computed on the host.
 //
 //   ring: every rank sends to its right and receives from its left in one call (0 elements to
-//   21 MiB, several types, aligned and one element off; LL128 lines up to 4.2 MiB where the GPUs
-//   are joined by NVLink, lanes above);
+//   21 MiB, several types, aligned and one element off; LL128 lines up to 16 MiB where the GPUs
+//   are joined by NVLink, in pieces of 4.2 MiB, lanes above);
 //   pairwise exchange: ranks 2k and 2k+1 send to and receive from each other in one call (a rank
 //   without a partner copies to itself), out of place and in place (one buffer sent and received
 //   into; up to 72 MiB);
@@ -152,13 +152,15 @@ void checkExchange(Group& g, mscclppCollComm_t comm, cudaStream_t s, int to, int
   if (!inPlace) send.check(g, what + " (send buffer)", 0, out.data(), bytes);
 }
 
-// Up to kLinesMax a transfer goes as LL128 lines where the GPUs are joined by NVLink, above on the
-// lanes; from 32 MiB a transfer takes all 64 lanes; at 21 MiB + 13 each of 42 lanes has two
-// chunks, the second partial.
-constexpr size_t kLinesMax = (size_t(9) << 19) / 128 * 120;
-const std::vector<size_t> kBytes = {0,         1,           7,        16,          1000, 4099, 65536, 65537, 200003,
-                                    (1u << 20) + 3, kLinesMax, kLinesMax + 16, 4u << 20, (5u << 20) + 11,
-                                    16u << 20, (21u << 20) + 13};
+// Up to kLinesMax a transfer goes as LL128 lines where the GPUs are joined by NVLink, in pieces of
+// kPiece (one ack per launch for one piece, per piece past it), above on the lanes; from 32 MiB a
+// transfer takes all 64 lanes; at 21 MiB + 13 each of 42 lanes has two chunks, the second partial.
+constexpr size_t kLinesMax = size_t(16) << 20;
+constexpr size_t kPiece = (size_t(9) << 19) / 128 * 120;
+const std::vector<size_t> kBytes = {0,          1,          7,         16,          1000, 4099, 65536, 65537,
+                                    200003,     (1u << 20) + 3,       kPiece,      kPiece + 16,
+                                    3 * kPiece + 40,      kLinesMax, kLinesMax + 16, (5u << 20) + 11,
+                                    (21u << 20) + 13};
 
 template <typename T>
 void ringSweep(mscclppCollComm_t comm, cudaStream_t s) {
