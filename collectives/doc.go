@@ -43,7 +43,7 @@
 //   - ll128: LL128 lines (120 data bytes and a flag per 128-byte line) between GPUs joined by
 //     NVLink: one-shot for AllReduce and AllGather at medium sizes; for Broadcast on 3 or more
 //     ranks from 64 KiB to 256 MiB, the ring's chain in lines, each line passed on as it arrives;
-//     for AlltoAll blocks of up to 2.1 MiB (put above);
+//     for AlltoAll blocks of up to 2.1 MiB and 4 MiB to all peers (put above);
 //   - direct and rsag_direct: zero-copy, for buffers registered with Register (below);
 //   - port (AllGather): zero-copy through port channels: the copy engines copy between the
 //     registered buffers (large in-place calls);

@@ -177,7 +177,7 @@ typedef struct {
  * (else mscclppInvalidArgument), all progressing together; a send to this rank needs a receive
  * from it of the same size in the same call (a copy). A send to a peer and a receive from it of
  * the same size on the same buffer exchange it in place. Where the GPUs are joined by NVLink,
- * transfers of up to 4.2 MiB go as LL128 lines in one launch, the larger ones in a second. */
+ * transfers of up to 16 MiB go as LL128 lines in one launch, the larger ones in a second. */
 mscclppResult_t mscclppSendRecv(const mscclppP2POp* ops, int nops, mscclppCollComm_t collComm, mscclppStream_t stream);
 /* Sends block j of sendbuff (`count` elements at element j * count) to rank j and receives block
  * i of recvbuff from rank i, on every rank (ncclAlltoAll). In place when sendbuff == recvbuff;
