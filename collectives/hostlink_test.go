@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -438,4 +439,135 @@ func TestHostLinksPeerGone(t *testing.T) {
 		assert.ErrorContains(t, err, "ranks [1]")
 		return nil
 	})
+}
+
+// TestHostReductionRun: three ranks, each its own host, reduce their parts over the real tcp
+// links in pieces (hostReduction.run, reduceAcross's host side): every rank ends with the hosts'
+// parts reduced in host order; done sees every piece once, in order, reduced; a piece's reduction
+// runs while the next piece moves; and a done that fails on one rank is returned there while the
+// exchanges go on, so the other ranks finish.
+func TestHostReductionRun(t *testing.T) {
+	requireTCP(t)
+	const n = 3
+	value := func(host, i int) int64 { return int64((i*7+host*13)%1000 - 300) }
+	tests := []struct {
+		name       string
+		dt         DataType
+		op         Op
+		elems      int
+		pieceBytes int
+		failOn     int // the piece whose done fails on rank 0 (-1: none)
+	}{
+		{"float32 sum in pieces of 64 KiB", Float32, Sum, 100003, 64 << 10, -1},
+		{"int32 max in one piece", Int32, Max, 1000, acrossPieceBytes, -1},
+		{"float32 avg, pieces not a multiple of the element", Float32, Avg, 50001, 40001, -1},
+		{"int64 sum of nothing", Int64, Sum, 0, 4096, -1},
+		{"a failed done on rank 0", Int32, Sum, 30000, 16 << 10, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			size := tt.dt.Size()
+			bytes := tt.elems * size
+			want := make([]int64, tt.elems) // in host order
+			for i := range want {
+				want[i] = value(0, i)
+				for h := 1; h < n; h++ {
+					switch tt.op {
+					case Max:
+						want[i] = max(want[i], value(h, i))
+					default:
+						want[i] += value(h, i)
+					}
+				}
+			}
+			wantAt := func(b []byte, lo, hi int) error {
+				for i := lo / size; i < hi/size; i++ {
+					var got, w float64
+					switch tt.dt {
+					case Float32:
+						got, w = float64(elems[float32](b)[i]), float64(float32(want[i]))
+						if tt.op == Avg {
+							w = float64(float32(want[i]) / float32(n))
+						}
+					case Int32:
+						got, w = float64(elems[int32](b)[i]), float64(want[i])
+					case Int64:
+						got, w = float64(elems[int64](b)[i]), float64(want[i])
+					}
+					if got != w {
+						return fmt.Errorf("element %d is %v, want %v", i, got, w)
+					}
+				}
+				return nil
+			}
+			runLinked(t, n, func(ctx context.Context, rank int, b *bootstrap.TCP, h *hostLinks) error {
+				staging := make([]byte, n*bytes+1)[:n*bytes]
+				if bytes > 0 {
+					if err := h.useSource(staging); err != nil { // as reduceAcross's staging memory
+						return err
+					}
+				}
+				r := hostReduction{dt: tt.dt, op: tt.op, nHosts: n, me: rank, nRanks: n,
+					part: func(host int) []byte { return staging[host*bytes : (host+1)*bytes] }}
+				for to := range n {
+					if to != rank {
+						r.sendTo = append(r.sendTo, to)
+					}
+					r.recvFrom = append(r.recvFrom, to)
+				}
+				mine := r.part(rank)
+				for i := range tt.elems {
+					switch tt.dt {
+					case Float32:
+						elems[float32](mine)[i] = float32(value(rank, i))
+					case Int32:
+						elems[int32](mine)[i] = int32(value(rank, i))
+					case Int64:
+						elems[int64](mine)[i] = value(rank, i)
+					}
+				}
+				pieces := r.pieces(tt.pieceBytes)
+				if want := (bytes + tt.pieceBytes/size*size - 1) / (tt.pieceBytes / size * size); len(pieces) != want {
+					return fmt.Errorf("%d pieces, want %d", len(pieces), want)
+				}
+				secondMoving := make(chan struct{})
+				var doneSeen []piece
+				failed := errors.New("done failed on purpose")
+				ready := func(j int, p piece) error {
+					if j == 1 {
+						close(secondMoving)
+					}
+					return nil
+				}
+				done := func(j int, p piece) error {
+					if j == 0 && len(pieces) > 1 {
+						select { // the reduction of piece 0 runs while piece 1 moves
+						case <-secondMoving:
+						case <-time.After(10 * time.Second):
+							return errors.New("piece 1 did not start moving while piece 0 was reduced")
+						}
+					}
+					doneSeen = append(doneSeen, p)
+					if j == tt.failOn && rank == 0 {
+						return failed
+					}
+					return wantAt(r.part(0), p.lo, p.hi)
+				}
+				err := r.run(ctx, h, pieces, ready, done)
+				if tt.failOn >= 0 && rank == 0 {
+					if !errors.Is(err, failed) {
+						return fmt.Errorf("run returned %v, want the failed done", err)
+					}
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				if !slices.Equal(doneSeen, pieces) {
+					return fmt.Errorf("done saw %v, want %v", doneSeen, pieces)
+				}
+				return wantAt(r.part(0), 0, bytes)
+			})
+		})
+	}
 }

@@ -67,6 +67,7 @@ type spanning struct {
 	// on demand.
 	scratch      cuda.DevicePtr
 	scratchBytes uint64
+	events       []cuda.Event // reduceAcross's, one per piece (eventsOf)
 }
 
 // hostsOf groups ranks by host from every rank's host hash, hosts numbered in the order of their
@@ -156,7 +157,7 @@ func newSpanning(ctx context.Context, b *bootstrap.TCP, ctxCore *core.Context, d
 
 // close releases the local Comm and bootstrap.
 func (s *spanning) close() error {
-	errList := []error{s.freeStaging(), s.freeScratch()}
+	errList := []error{s.freeStaging(), s.freeScratch(), s.destroyEvents()}
 	if s.links != nil {
 		errList = append(errList, s.links.close())
 	}
@@ -321,37 +322,144 @@ func shardPeers(hosts [][]int, me, i int) (sendTo, recvFrom []int) {
 	return sendTo, recvFrom
 }
 
+// acrossPieceBytes: reduceAcross moves a result across hosts in pieces of at most this many
+// bytes, so that the copies out of GPU memory, the network exchange of one piece and the host
+// reduction and copy back of the one before run at once.
+const acrossPieceBytes = 4 << 20
+
 // reduceAcross reduces n elements of this host's result at src (on stream str) across hosts: it
 // sends them to the ranks sendTo, takes host h's from rank recvFrom[h] (this rank for its own
 // host), reduces the hosts' in host order (avg: then divides by the rank count), writes the
-// result to dst and waits for the stream.
+// result to dst and waits for the stream. Every piece's copy into staging memory is queued at
+// once, each followed by an event; a piece crosses once its event is done (hostReduction.run),
+// and its reduced bytes are queued back to dst while the next pieces cross.
 func (s *spanning) reduceAcross(src, dst cuda.DevicePtr, n int, dt DataType, op Op, sendTo, recvFrom []int, str cuda.Stream) error {
-	bytes := uint64(n) * uint64(dt.Size())
-	st, err := s.stage(bytes * uint64(len(s.hosts)))
+	bytes := n * dt.Size()
+	st, err := s.stage(uint64(bytes) * uint64(len(s.hosts)))
 	if err != nil {
 		return err
 	}
 	me := s.hostOf[s.rank]
-	if err := s.copyAndWait(hostPtr(st, uint64(me)*bytes), src, bytes, str); err != nil {
+	r := hostReduction{dt: dt, op: op, nHosts: len(s.hosts), me: me, nRanks: s.nRanks, sendTo: sendTo, recvFrom: recvFrom,
+		part: func(h int) []byte { return st.b[h*bytes : (h+1)*bytes] }}
+	pieces := r.pieces(acrossPieceBytes)
+	events, err := s.eventsOf(len(pieces))
+	if err != nil {
 		return err
 	}
-	part := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
-	var ts transferSet
-	for _, r := range sendTo {
-		ts.send(r, part(me))
-	}
-	for h, r := range recvFrom {
-		if h != me {
-			ts.recv(r, part(h))
+	err = s.pctx.Do(func() error {
+		for j, p := range pieces {
+			off := uint64(p.lo)
+			if err := cuda.MemcpyAsync(hostPtr(st, uint64(me*bytes)+off), src+cuda.DevicePtr(off), p.hi-p.lo, str); err != nil {
+				return err
+			}
+			if err := events[j].Record(str); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("copy this host's result out of GPU memory: %w", err)
 	}
-	if err := s.links.exchange(context.Background(), ts.list); err != nil {
-		return err
+	ready := func(j int, _ piece) error {
+		if err := s.pctx.Do(events[j].Synchronize); err != nil {
+			return fmt.Errorf("%w (across hosts, a call waits for its copies: it cannot be captured in a CUDA graph)", err)
+		}
+		return nil
 	}
-	if err := reduceHosts(dt, op, len(s.hosts), part, s.nRanks); err != nil {
-		return err
+	done := func(_ int, p piece) error {
+		return s.pctx.Do(func() error {
+			return cuda.MemcpyAsync(dst+cuda.DevicePtr(p.lo), hostPtr(st, uint64(p.lo)), p.hi-p.lo, str)
+		})
 	}
-	return s.copyAndWait(dst, hostPtr(st, 0), bytes, str)
+	return errors.Join(r.run(context.Background(), s.links, pieces, ready, done), s.copiesAndWait(nil, str))
+}
+
+// hostReduction is the host side of reduceAcross: every host's part of the result in staging
+// memory (part(h); this host's own in part(me)), exchanged over the links and reduced into
+// part(0) in host order.
+type hostReduction struct {
+	dt       DataType
+	op       Op
+	nHosts   int
+	me       int // this rank's host
+	nRanks   int // avg divides by it
+	part     func(h int) []byte
+	sendTo   []int // the ranks this host's part goes to
+	recvFrom []int // the rank host h's part comes from (this rank for host me)
+}
+
+// piece is the bytes [lo, hi) of every host's part.
+type piece struct{ lo, hi int }
+
+// pieces cuts the parts into pieces of at most limit bytes, whole elements each (at least one).
+func (r hostReduction) pieces(limit int) []piece {
+	size := r.dt.Size()
+	limit = max(limit/size*size, size)
+	var ps []piece
+	for lo, n := 0, len(r.part(r.me)); lo < n; lo += limit {
+		ps = append(ps, piece{lo, min(lo+limit, n)})
+	}
+	return ps
+}
+
+// run moves and reduces the pieces in turn: ready(j, p) says this host's bytes of piece j are in
+// part(me), the exchange with the other hosts moves the piece, and then, on a goroutine of its own
+// while the next pieces move, the hosts' bytes of the piece are reduced into part(0) and done(j,
+// p) takes them. A reduction or done that fails does not stop the exchanges (the peers wait for
+// every piece); a failed ready or exchange does. It returns the first errors once the goroutine
+// has finished.
+func (r hostReduction) run(ctx context.Context, links *hostLinks, pieces []piece, ready, done func(j int, p piece) error) error {
+	moved := make(chan int, len(pieces))
+	reduced := make(chan error, 1)
+	go func() {
+		var err error
+		for j := range moved {
+			if err != nil {
+				continue
+			}
+			p := pieces[j]
+			err = reduceHosts(r.dt, r.op, r.nHosts, func(h int) []byte { return r.part(h)[p.lo:p.hi] }, r.nRanks)
+			if err == nil {
+				err = done(j, p)
+			}
+		}
+		reduced <- err
+	}()
+	var err error
+	for j, p := range pieces {
+		if err = ready(j, p); err != nil {
+			break
+		}
+		var ts transferSet
+		for _, to := range r.sendTo {
+			ts.send(to, r.part(r.me)[p.lo:p.hi])
+		}
+		for h, from := range r.recvFrom {
+			if h != r.me {
+				ts.recv(from, r.part(h)[p.lo:p.hi])
+			}
+		}
+		if err = links.exchange(ctx, ts.list); err != nil {
+			break
+		}
+		moved <- j
+	}
+	close(moved)
+	return errors.Join(err, <-reduced)
+}
+
+// eventsOf returns n of the Comm's events (made on demand, destroyed by close).
+func (s *spanning) eventsOf(n int) ([]cuda.Event, error) {
+	for len(s.events) < n {
+		var e cuda.Event
+		if err := s.pctx.Do(func() (err error) { e, err = cuda.NewEvent(); return err }); err != nil {
+			return nil, fmt.Errorf("an event for the copies across hosts: %w", err)
+		}
+		s.events = append(s.events, e)
+	}
+	return s.events[:n], nil
 }
 
 // scratchOf returns the Comm's device scratch of at least n bytes, growing it.
@@ -382,6 +490,22 @@ func (s *spanning) freeScratch() error {
 	p := s.scratch
 	s.scratch, s.scratchBytes = 0, 0
 	return s.pctx.Do(func() error { return cuda.MemFree(p) })
+}
+
+// destroyEvents destroys the events of eventsOf.
+func (s *spanning) destroyEvents() error {
+	events := s.events
+	s.events = nil
+	if len(events) == 0 {
+		return nil
+	}
+	return s.pctx.Do(func() error {
+		var errList []error
+		for _, e := range events {
+			errList = append(errList, e.Destroy())
+		}
+		return errors.Join(errList...)
+	})
 }
 
 // reduceScatter runs ReduceScatter across hosts. On hosts of equal size m it is hierarchical:
