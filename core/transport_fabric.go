@@ -168,9 +168,12 @@ func openFabric(t Transport, domain string, copier stagingCopier) (*fabricNet, e
 		signalsBy = "remote CQ data"
 	}
 	major, minor, _ := fabric.Version()
+	memory := "host memory registered with the provider; GPU memory staged through host buffers"
+	if ep.HMEM() {
+		memory += " (the provider offers FI_HMEM, GPU memory registered directly: not written yet)"
+	}
 	n.log.Info("libfabric transport", "transport", t, "provider", ep.Provider(), "domain", ep.Domain(),
-		"libfabric", fmt.Sprintf("%d.%d", major, minor), "memory", "host memory registered with the provider; GPU memory staged through host buffers",
-		"signals", signalsBy)
+		"libfabric", fmt.Sprintf("%d.%d", major, minor), "memory", memory, "signals", signalsBy)
 	go n.progress()
 	return n, nil
 }

@@ -162,6 +162,7 @@ type Endpoint struct {
 	deliver sync.Mutex // held while messages are handed to the handler, so that they go in order
 
 	remoteData bool              // the provider carries 8 bytes of remote CQ data
+	hmem       bool              // the provider offers the endpoint with FI_HMEM (HMEM)
 	onData     func(data uint64) // handles the peers' remote CQ data (SetDataHandler; e.mu)
 	dropped    uint64            // remote CQ data that came before a handler was set (e.mu)
 }
@@ -220,6 +221,7 @@ func Open(provider, domain string) (*Endpoint, error) {
 		maxMsg:     uint64(C.mscclpp_fab_max_msg(c)),
 		polled:     new(pollBuffers),
 		remoteData: C.mscclpp_fab_remote_data(c) != 0,
+		hmem:       C.mscclpp_fab_hmem(c) > 0,
 	}
 	if e.maxMsg == 0 {
 		e.maxMsg = 1 << 30
@@ -247,6 +249,11 @@ func (e *Endpoint) Provider() string { return e.provider }
 
 // Domain is the endpoint's domain (NIC or interface).
 func (e *Endpoint) Domain() string { return e.domain }
+
+// HMEM reports whether the provider offers this endpoint with FI_HMEM: device memory (a GPU's)
+// registered with it directly. Register takes host memory only: the transport stages GPU memory
+// through host buffers either way, and says which it could do when it opens.
+func (e *Endpoint) HMEM() bool { return e.hmem }
 
 func (e *Endpoint) String() string {
 	return fmt.Sprintf("libfabric %s endpoint on %s", e.provider, e.domain)

@@ -211,6 +211,27 @@ fail:
 	return r;
 }
 
+int mscclpp_fab_hmem(struct mscclpp_fab_ep *e)
+{
+	const char *domain = e->info->domain_attr->name;
+	struct fi_info *h = hints(e->info->fabric_attr->prov_name, domain), *list = NULL;
+	if (h == NULL)
+		return -FI_ENOMEM;
+	h->caps |= FI_HMEM;
+	h->domain_attr->mr_mode |= FI_MR_HMEM;
+	int r = p_getinfo(API_VERSION, NULL, NULL, 0, h, &list);
+	p_freeinfo(h);
+	if (r == -FI_ENODATA)
+		return 0;
+	if (r != 0)
+		return r;
+	int found = 0;
+	for (struct fi_info *i = list; i != NULL && !found; i = i->next)
+		found = (i->caps & FI_HMEM) != 0 && i->domain_attr->name != NULL && strcmp(i->domain_attr->name, domain) == 0;
+	p_freeinfo(list);
+	return found;
+}
+
 const char *mscclpp_fab_provider_name(struct mscclpp_fab_ep *e) { return e->info->fabric_attr->prov_name; }
 const char *mscclpp_fab_domain_name(struct mscclpp_fab_ep *e) { return e->info->domain_attr->name; }
 const char *mscclpp_fab_fabric_name(struct mscclpp_fab_ep *e) { return e->info->fabric_attr->name; }

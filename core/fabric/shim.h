@@ -51,6 +51,10 @@ const char *mscclpp_fab_provider_name(struct mscclpp_fab_ep *e);
 const char *mscclpp_fab_domain_name(struct mscclpp_fab_ep *e);
 const char *mscclpp_fab_fabric_name(struct mscclpp_fab_ep *e);
 int mscclpp_fab_virt_addr(struct mscclpp_fab_ep *e); /* remote addresses are virtual addresses, not offsets */
+/* 1 when the endpoint's provider offers the same endpoint on the same domain with FI_HMEM (memory
+ * of a device, such as a GPU, registered with the provider: FI_MR_HMEM), 0 when not, or a
+ * negative libfabric error. */
+int mscclpp_fab_hmem(struct mscclpp_fab_ep *e);
 size_t mscclpp_fab_max_msg(struct mscclpp_fab_ep *e);
 
 /* mscclpp_fab_name copies the endpoint's address into buf (*len bytes at most) and sets *len. */

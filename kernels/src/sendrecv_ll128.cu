@@ -26,6 +26,10 @@
 // peer's block packs, so every block of a launch must be resident at once: the grid is at most
 // the Comm's maxGrid, as for the collectives.
 //
+// A launch that gives up a wait (wait.cuh) leaves the counters behind (blocksDone and piecesRead
+// among them); the communicator takes no call after that (collectives.Comm.checkUsable), so
+// nothing reads them. Nothing here touches coll::State, the collectives' scratch or the lanes'
+// slots and semaphores.
 #include "ll128.cuh"
 #include "sendrecv.cuh"
 
