@@ -526,14 +526,14 @@ func TestHostReductionRun(t *testing.T) {
 						elems[int64](mine)[i] = value(rank, i)
 					}
 				}
-				pieces := r.pieces(tt.pieceBytes)
+				pieces := piecesOf(bytes, size, tt.pieceBytes)
 				if want := (bytes + tt.pieceBytes/size*size - 1) / (tt.pieceBytes / size * size); len(pieces) != want {
 					return fmt.Errorf("%d pieces, want %d", len(pieces), want)
 				}
 				secondMoving := make(chan struct{})
 				var doneSeen []piece
 				failed := errors.New("done failed on purpose")
-				ready := func(j int, p piece) error {
+				ready := func(j int) error {
 					if j == 1 {
 						close(secondMoving)
 					}

@@ -39,9 +39,12 @@ import (
 // AlltoAll move the transfers with peers of this host on the local Comm's kernel and those with
 // peers on other hosts over the links, whose streams keep a pair's bytes in order.
 //
-// This is the first, correct-before-fast version: a call waits for its stream, moves the data
-// through the host and returns when done (so it cannot be captured in a CUDA graph: the capture
-// is refused by the driver and the call fails naming it). Register is refused across hosts
+// A call waits for its stream, moves the data through the host and returns when done (so it
+// cannot be captured in a CUDA graph: the capture is refused by the driver and the call fails
+// naming it). AllReduce, AllGather and Broadcast move their bytes in pieces of acrossPieceBytes
+// (inPieces): every piece's copy out of GPU memory is queued at once, each followed by an event;
+// a piece crosses once its event is done, and is reduced (AllReduce) and queued back into GPU
+// memory on a goroutine while the next pieces cross. Register is refused across hosts
 // (ErrAcrossHosts).
 
 // ErrAcrossHosts: an operation this version does not run when the ranks span hosts.
@@ -322,35 +325,68 @@ func shardPeers(hosts [][]int, me, i int) (sendTo, recvFrom []int) {
 	return sendTo, recvFrom
 }
 
-// acrossPieceBytes: reduceAcross moves a result across hosts in pieces of at most this many
-// bytes, so that the copies out of GPU memory, the network exchange of one piece and the host
-// reduction and copy back of the one before run at once.
+// acrossPieceBytes: the calls across hosts move their bytes in pieces of at most this many, so
+// that the copies out of GPU memory, the network exchange of one piece and the copy back (and
+// host reduction) of the one before run at once.
 const acrossPieceBytes = 4 << 20
 
-// reduceAcross reduces n elements of this host's result at src (on stream str) across hosts: it
-// sends them to the ranks sendTo, takes host h's from rank recvFrom[h] (this rank for its own
-// host), reduces the hosts' in host order (avg: then divides by the rank count), writes the
-// result to dst and waits for the stream. Every piece's copy into staging memory is queued at
-// once, each followed by an event; a piece crosses once its event is done (hostReduction.run),
-// and its reduced bytes are queued back to dst while the next pieces cross.
-func (s *spanning) reduceAcross(src, dst cuda.DevicePtr, n int, dt DataType, op Op, sendTo, recvFrom []int, str cuda.Stream) error {
-	bytes := n * dt.Size()
-	st, err := s.stage(uint64(bytes) * uint64(len(s.hosts)))
-	if err != nil {
-		return err
+// piece is the bytes [lo, hi) of a part that crosses hosts in pieces.
+type piece struct{ lo, hi int }
+
+// piecesOf cuts n bytes into pieces of at most limit bytes, whole elements of size bytes each.
+func piecesOf(n, size, limit int) []piece {
+	limit = max(limit/size*size, size)
+	var ps []piece
+	for lo := 0; lo < n; lo += limit {
+		ps = append(ps, piece{lo, min(lo+limit, n)})
 	}
-	me := s.hostOf[s.rank]
-	r := hostReduction{dt: dt, op: op, nHosts: len(s.hosts), me: me, nRanks: s.nRanks, sendTo: sendTo, recvFrom: recvFrom,
-		part: func(h int) []byte { return st.b[h*bytes : (h+1)*bytes] }}
-	pieces := r.pieces(acrossPieceBytes)
+	return ps
+}
+
+// inPieces moves pieces over the links in turn: ready(j) (piece j's bytes are in staging memory),
+// the exchange of transfers(j), then done(j) on a goroutine of its own while the next pieces move
+// (in piece order). A done that fails does not stop the exchanges (the peers wait for every
+// piece); a failed ready or exchange does. It returns the first errors once the goroutine has
+// finished. ready and done may be nil.
+func (h *hostLinks) inPieces(ctx context.Context, n int, ready func(j int) error, transfers func(j int) []transfer,
+	done func(j int) error) error {
+	moved := make(chan int, n)
+	finished := make(chan error, 1)
+	go func() {
+		var err error
+		for j := range moved {
+			if err == nil && done != nil {
+				err = done(j)
+			}
+		}
+		finished <- err
+	}()
+	var err error
+	for j := range n {
+		if ready != nil {
+			if err = ready(j); err != nil {
+				break
+			}
+		}
+		if err = h.exchange(ctx, transfers(j)); err != nil {
+			break
+		}
+		moved <- j
+	}
+	close(moved)
+	return errors.Join(err, <-finished)
+}
+
+// copyOut queues the copy of every piece of src (device memory) to dst (staging memory), each
+// followed by an event, and returns what waits for piece j's: inPieces' ready.
+func (s *spanning) copyOut(dst, src cuda.DevicePtr, pieces []piece, str cuda.Stream) (func(j int) error, error) {
 	events, err := s.eventsOf(len(pieces))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	err = s.pctx.Do(func() error {
 		for j, p := range pieces {
-			off := uint64(p.lo)
-			if err := cuda.MemcpyAsync(hostPtr(st, uint64(me*bytes)+off), src+cuda.DevicePtr(off), p.hi-p.lo, str); err != nil {
+			if err := cuda.MemcpyAsync(dst+cuda.DevicePtr(p.lo), src+cuda.DevicePtr(p.lo), p.hi-p.lo, str); err != nil {
 				return err
 			}
 			if err := events[j].Record(str); err != nil {
@@ -360,18 +396,50 @@ func (s *spanning) reduceAcross(src, dst cuda.DevicePtr, n int, dt DataType, op 
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("copy this host's result out of GPU memory: %w", err)
+		return nil, fmt.Errorf("copy out of GPU memory: %w", err)
 	}
-	ready := func(j int, _ piece) error {
+	return func(j int) error {
 		if err := s.pctx.Do(events[j].Synchronize); err != nil {
 			return fmt.Errorf("%w (across hosts, a call waits for its copies: it cannot be captured in a CUDA graph)", err)
 		}
 		return nil
+	}, nil
+}
+
+// copyIn queues copies from staging memory back to device memory on str (inPieces' done).
+func (s *spanning) copyIn(str cuda.Stream, copies ...hostCopy) error {
+	return s.pctx.Do(func() error {
+		for _, c := range copies {
+			if err := cuda.MemcpyAsync(c.dst, c.src, int(c.n), str); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// reduceAcross reduces n elements of this host's result at src (on stream str) across hosts: it
+// sends them to the ranks sendTo, takes host h's from rank recvFrom[h] (this rank for its own
+// host), reduces the hosts' in host order (avg: then divides by the rank count), writes the
+// result to dst and waits for the stream. It goes in pieces (hostReduction.run): each piece is
+// copied into staging memory as soon as the stream gets there, crosses, and is reduced and queued
+// back to dst while the next pieces cross.
+func (s *spanning) reduceAcross(src, dst cuda.DevicePtr, n int, dt DataType, op Op, sendTo, recvFrom []int, str cuda.Stream) error {
+	bytes := n * dt.Size()
+	st, err := s.stage(uint64(bytes) * uint64(len(s.hosts)))
+	if err != nil {
+		return err
+	}
+	me := s.hostOf[s.rank]
+	r := hostReduction{dt: dt, op: op, nHosts: len(s.hosts), me: me, nRanks: s.nRanks, sendTo: sendTo, recvFrom: recvFrom,
+		part: func(h int) []byte { return st.b[h*bytes : (h+1)*bytes] }}
+	pieces := piecesOf(bytes, dt.Size(), acrossPieceBytes)
+	ready, err := s.copyOut(hostPtr(st, uint64(me*bytes)), src, pieces, str)
+	if err != nil {
+		return err
 	}
 	done := func(_ int, p piece) error {
-		return s.pctx.Do(func() error {
-			return cuda.MemcpyAsync(dst+cuda.DevicePtr(p.lo), hostPtr(st, uint64(p.lo)), p.hi-p.lo, str)
-		})
+		return s.copyIn(str, hostCopy{dst + cuda.DevicePtr(p.lo), hostPtr(st, uint64(p.lo)), uint64(p.hi - p.lo)})
 	}
 	return errors.Join(r.run(context.Background(), s.links, pieces, ready, done), s.copiesAndWait(nil, str))
 }
@@ -390,48 +458,13 @@ type hostReduction struct {
 	recvFrom []int // the rank host h's part comes from (this rank for host me)
 }
 
-// piece is the bytes [lo, hi) of every host's part.
-type piece struct{ lo, hi int }
-
-// pieces cuts the parts into pieces of at most limit bytes, whole elements each (at least one).
-func (r hostReduction) pieces(limit int) []piece {
-	size := r.dt.Size()
-	limit = max(limit/size*size, size)
-	var ps []piece
-	for lo, n := 0, len(r.part(r.me)); lo < n; lo += limit {
-		ps = append(ps, piece{lo, min(lo+limit, n)})
-	}
-	return ps
-}
-
-// run moves and reduces the pieces in turn: ready(j, p) says this host's bytes of piece j are in
-// part(me), the exchange with the other hosts moves the piece, and then, on a goroutine of its own
-// while the next pieces move, the hosts' bytes of the piece are reduced into part(0) and done(j,
-// p) takes them. A reduction or done that fails does not stop the exchanges (the peers wait for
-// every piece); a failed ready or exchange does. It returns the first errors once the goroutine
-// has finished.
-func (r hostReduction) run(ctx context.Context, links *hostLinks, pieces []piece, ready, done func(j int, p piece) error) error {
-	moved := make(chan int, len(pieces))
-	reduced := make(chan error, 1)
-	go func() {
-		var err error
-		for j := range moved {
-			if err != nil {
-				continue
-			}
-			p := pieces[j]
-			err = reduceHosts(r.dt, r.op, r.nHosts, func(h int) []byte { return r.part(h)[p.lo:p.hi] }, r.nRanks)
-			if err == nil {
-				err = done(j, p)
-			}
-		}
-		reduced <- err
-	}()
-	var err error
-	for j, p := range pieces {
-		if err = ready(j, p); err != nil {
-			break
-		}
+// run moves the pieces over the links (inPieces, with ready): piece j of part(me) goes to
+// sendTo, host h's comes from recvFrom[h]; once a piece has moved, the hosts' bytes of it are
+// reduced into part(0) in host order and done(j, p) takes them, while the next pieces move.
+func (r hostReduction) run(ctx context.Context, links *hostLinks, pieces []piece, ready func(j int) error,
+	done func(j int, p piece) error) error {
+	transfers := func(j int) []transfer {
+		p := pieces[j]
 		var ts transferSet
 		for _, to := range r.sendTo {
 			ts.send(to, r.part(r.me)[p.lo:p.hi])
@@ -441,13 +474,16 @@ func (r hostReduction) run(ctx context.Context, links *hostLinks, pieces []piece
 				ts.recv(from, r.part(h)[p.lo:p.hi])
 			}
 		}
-		if err = links.exchange(ctx, ts.list); err != nil {
-			break
-		}
-		moved <- j
+		return ts.list
 	}
-	close(moved)
-	return errors.Join(err, <-reduced)
+	reduce := func(j int) error {
+		p := pieces[j]
+		if err := reduceHosts(r.dt, r.op, r.nHosts, func(h int) []byte { return r.part(h)[p.lo:p.hi] }, r.nRanks); err != nil {
+			return err
+		}
+		return done(j, p)
+	}
+	return links.inPieces(ctx, len(pieces), ready, transfers, reduce)
 }
 
 // eventsOf returns n of the Comm's events (made on demand, destroyed by close).
@@ -629,20 +665,40 @@ func (s *spanning) allGather(send, recv cuda.DevicePtr, sendCount int, dt DataTy
 	if err != nil {
 		return err
 	}
-	if err := s.copyAndWait(hostPtr(st, uint64(me)*bytes), send, bytes, str); err != nil {
-		return err
-	}
-	part := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
-	if err := s.swapByIndex(i, func(int) []byte { return part(me) }, part); err != nil {
-		return err
-	}
 	// scratch holds, per local index j, the parts of local index j of every host, in host order.
 	scratch, err := s.scratchOf(bytes * nHosts * uint64(m))
 	if err != nil {
 		return err
 	}
 	mine := scratch + cuda.DevicePtr(uint64(i)*nHosts*bytes)
-	if err := s.copiesAndWait([]hostCopy{{mine, hostPtr(st, 0), bytes * nHosts}}, str); err != nil {
+	part := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
+	// In pieces: this rank's part out of GPU memory, swapped with local index i of every other
+	// host, every host's piece back into scratch.
+	pieces := piecesOf(int(bytes), dt.Size(), acrossPieceBytes)
+	ready, err := s.copyOut(hostPtr(st, uint64(me)*bytes), send, pieces, str)
+	if err != nil {
+		return err
+	}
+	transfers := func(j int) []transfer {
+		p := pieces[j]
+		var ts transferSet
+		for h, ranks := range s.hosts {
+			if h != me {
+				ts.send(ranks[i], part(me)[p.lo:p.hi])
+				ts.recv(ranks[i], part(h)[p.lo:p.hi])
+			}
+		}
+		return ts.list
+	}
+	done := func(j int) error {
+		p, copies := pieces[j], make([]hostCopy, nHosts)
+		for h := range copies {
+			off := uint64(h)*bytes + uint64(p.lo)
+			copies[h] = hostCopy{mine + cuda.DevicePtr(off), hostPtr(st, off), uint64(p.hi - p.lo)}
+		}
+		return s.copyIn(str, copies...)
+	}
+	if err := s.links.inPieces(context.Background(), len(pieces), ready, transfers, done); err != nil {
 		return err
 	}
 	if err := s.local.AllGather(mine, scratch, sendCount*len(s.hosts), dt, str); err != nil {
@@ -662,21 +718,32 @@ func (s *spanning) allGatherFlat(send, recv cuda.DevicePtr, sendCount int, dt Da
 	if err != nil {
 		return err
 	}
-	if err := s.copyAndWait(hostPtr(st, uint64(s.rank)*bytes), send, bytes, str); err != nil {
-		return err
-	}
 	part := func(r int) []byte { return st.b[uint64(r)*bytes : uint64(r+1)*bytes] }
-	var ts transferSet
-	for r := range s.nRanks {
-		if r != s.rank {
-			ts.send(r, part(s.rank))
-			ts.recv(r, part(r))
-		}
-	}
-	if err := s.links.exchange(context.Background(), ts.list); err != nil {
+	pieces := piecesOf(int(bytes), dt.Size(), acrossPieceBytes)
+	ready, err := s.copyOut(hostPtr(st, uint64(s.rank)*bytes), send, pieces, str)
+	if err != nil {
 		return err
 	}
-	return s.copyAndWait(recv, hostPtr(st, 0), bytes*uint64(s.nRanks), str)
+	transfers := func(j int) []transfer {
+		p := pieces[j]
+		var ts transferSet
+		for r := range s.nRanks {
+			if r != s.rank {
+				ts.send(r, part(s.rank)[p.lo:p.hi])
+				ts.recv(r, part(r)[p.lo:p.hi])
+			}
+		}
+		return ts.list
+	}
+	done := func(j int) error {
+		p, copies := pieces[j], make([]hostCopy, s.nRanks)
+		for r := range copies {
+			off := uint64(r)*bytes + uint64(p.lo)
+			copies[r] = hostCopy{recv + cuda.DevicePtr(off), hostPtr(st, off), uint64(p.hi - p.lo)}
+		}
+		return s.copyIn(str, copies...)
+	}
+	return errors.Join(s.links.inPieces(context.Background(), len(pieces), ready, transfers, done), s.copiesAndWait(nil, str))
 }
 
 // broadcast runs Broadcast across hosts: the root sends its bytes to one rank of every other
@@ -695,16 +762,22 @@ func (s *spanning) broadcast(send, recv cuda.DevicePtr, count int, dt DataType, 
 		if err != nil {
 			return err
 		}
-		if err := s.copyAndWait(hostPtr(st, 0), send, bytes, str); err != nil {
+		pieces := piecesOf(int(bytes), dt.Size(), acrossPieceBytes)
+		ready, err := s.copyOut(hostPtr(st, 0), send, pieces, str)
+		if err != nil {
 			return err
 		}
-		var ts transferSet
-		for h, ranks := range s.hosts {
-			if h != me {
-				ts.send(ranks[relayIndex(h)], st.b)
+		transfers := func(j int) []transfer {
+			p := pieces[j]
+			var ts transferSet
+			for h, ranks := range s.hosts {
+				if h != me {
+					ts.send(ranks[relayIndex(h)], st.b[p.lo:p.hi])
+				}
 			}
+			return ts.list
 		}
-		if err := s.links.exchange(context.Background(), ts.list); err != nil {
+		if err := s.links.inPieces(context.Background(), len(pieces), ready, transfers, nil); err != nil {
 			return err
 		}
 		src = send
@@ -713,10 +786,15 @@ func (s *spanning) broadcast(send, recv cuda.DevicePtr, count int, dt DataType, 
 		if err != nil {
 			return err
 		}
-		if err := s.links.exchange(context.Background(), []transfer{{peer: root, recv: st.b}}); err != nil {
-			return err
+		pieces := piecesOf(int(bytes), dt.Size(), acrossPieceBytes)
+		transfers := func(j int) []transfer {
+			return []transfer{{peer: root, recv: st.b[pieces[j].lo:pieces[j].hi]}}
 		}
-		if err := s.copyAndWait(recv, hostPtr(st, 0), bytes, str); err != nil {
+		done := func(j int) error {
+			p := pieces[j]
+			return s.copyIn(str, hostCopy{recv + cuda.DevicePtr(p.lo), hostPtr(st, uint64(p.lo)), uint64(p.hi - p.lo)})
+		}
+		if err := s.links.inPieces(context.Background(), len(pieces), nil, transfers, done); err != nil {
 			return err
 		}
 	}
