@@ -41,10 +41,10 @@ import (
 //
 // A call waits for its stream, moves the data through the host and returns when done (so it
 // cannot be captured in a CUDA graph: the capture is refused by the driver and the call fails
-// naming it). AllReduce, AllGather and Broadcast move their bytes in pieces of acrossPieceBytes
-// (inPieces): every piece's copy out of GPU memory is queued at once, each followed by an event;
-// a piece crosses once its event is done, and is reduced (AllReduce) and queued back into GPU
-// memory on a goroutine while the next pieces cross. Register is refused across hosts
+// naming it). AllReduce, ReduceScatter, AllGather and Broadcast move their bytes in pieces of
+// acrossPieceBytes (inPieces): every piece's copy out of GPU memory is queued at once, each
+// followed by an event; a piece crosses once its event is done, and is reduced (AllReduce,
+// ReduceScatter) and queued back into GPU memory on a goroutine while the next pieces cross. Register is refused across hosts
 // (ErrAcrossHosts).
 
 // ErrAcrossHosts: an operation this version does not run when the ranks span hosts.
@@ -377,17 +377,20 @@ func (h *hostLinks) inPieces(ctx context.Context, n int, ready func(j int) error
 	return errors.Join(err, <-finished)
 }
 
-// copyOut queues the copy of every piece of src (device memory) to dst (staging memory), each
-// followed by an event, and returns what waits for piece j's: inPieces' ready.
-func (s *spanning) copyOut(dst, src cuda.DevicePtr, pieces []piece, str cuda.Stream) (func(j int) error, error) {
-	events, err := s.eventsOf(len(pieces))
+// copyOut queues, on str, the copies of each of n pieces out of GPU memory into staging memory
+// (copies(j)), each piece's followed by an event, and returns what waits for piece j's event:
+// inPieces' ready.
+func (s *spanning) copyOut(str cuda.Stream, n int, copies func(j int) []hostCopy) (func(j int) error, error) {
+	events, err := s.eventsOf(n)
 	if err != nil {
 		return nil, err
 	}
 	err = s.pctx.Do(func() error {
-		for j, p := range pieces {
-			if err := cuda.MemcpyAsync(dst+cuda.DevicePtr(p.lo), src+cuda.DevicePtr(p.lo), p.hi-p.lo, str); err != nil {
-				return err
+		for j := range n {
+			for _, c := range copies(j) {
+				if err := cuda.MemcpyAsync(c.dst, c.src, int(c.n), str); err != nil {
+					return err
+				}
 			}
 			if err := events[j].Record(str); err != nil {
 				return err
@@ -404,6 +407,11 @@ func (s *spanning) copyOut(dst, src cuda.DevicePtr, pieces []piece, str cuda.Str
 		}
 		return nil
 	}, nil
+}
+
+// pieceCopy is the copy of piece p of the n bytes at src to dst.
+func pieceCopy(dst, src cuda.DevicePtr, p piece) hostCopy {
+	return hostCopy{dst + cuda.DevicePtr(p.lo), src + cuda.DevicePtr(p.lo), uint64(p.hi - p.lo)}
 }
 
 // copyIn queues copies from staging memory back to device memory on str (inPieces' done).
@@ -434,12 +442,14 @@ func (s *spanning) reduceAcross(src, dst cuda.DevicePtr, n int, dt DataType, op 
 	r := hostReduction{dt: dt, op: op, nHosts: len(s.hosts), me: me, nRanks: s.nRanks, sendTo: sendTo, recvFrom: recvFrom,
 		part: func(h int) []byte { return st.b[h*bytes : (h+1)*bytes] }}
 	pieces := piecesOf(bytes, dt.Size(), acrossPieceBytes)
-	ready, err := s.copyOut(hostPtr(st, uint64(me*bytes)), src, pieces, str)
+	ready, err := s.copyOut(str, len(pieces), func(j int) []hostCopy {
+		return []hostCopy{pieceCopy(hostPtr(st, uint64(me*bytes)), src, pieces[j])}
+	})
 	if err != nil {
 		return err
 	}
 	done := func(_ int, p piece) error {
-		return s.copyIn(str, hostCopy{dst + cuda.DevicePtr(p.lo), hostPtr(st, uint64(p.lo)), uint64(p.hi - p.lo)})
+		return s.copyIn(str, pieceCopy(dst, hostPtr(st, 0), p))
 	}
 	return errors.Join(r.run(context.Background(), s.links, pieces, ready, done), s.copiesAndWait(nil, str))
 }
@@ -585,19 +595,40 @@ func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt Da
 	}
 	out := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
 	in := func(h int) []byte { return st.b[groupBytes+uint64(h)*bytes : groupBytes+uint64(h+1)*bytes] }
-	if err := s.copiesAndWait([]hostCopy{
-		{hostPtr(st, 0), reduced, groupBytes},
-		{hostPtr(st, groupBytes+uint64(me)*bytes), reduced + cuda.DevicePtr(uint64(me)*bytes), bytes},
-	}, str); err != nil {
+	// In pieces of the block: out of GPU memory the piece of every block of the group and of
+	// this host's own, swapped with local index i of every other host, reduced and copied back.
+	pieces := piecesOf(int(bytes), dt.Size(), acrossPieceBytes)
+	ready, err := s.copyOut(str, len(pieces), func(j int) []hostCopy {
+		copies := make([]hostCopy, 0, nHosts+1)
+		for h := range nHosts {
+			block := uint64(h) * bytes
+			copies = append(copies, pieceCopy(hostPtr(st, block), reduced+cuda.DevicePtr(block), pieces[j]))
+		}
+		own := uint64(me) * bytes
+		return append(copies, pieceCopy(hostPtr(st, groupBytes+own), reduced+cuda.DevicePtr(own), pieces[j]))
+	})
+	if err != nil {
 		return err
 	}
-	if err := s.swapByIndex(i, out, in); err != nil {
-		return err
+	transfers := func(j int) []transfer {
+		p := pieces[j]
+		var ts transferSet
+		for h, ranks := range s.hosts {
+			if h != me {
+				ts.send(ranks[i], out(h)[p.lo:p.hi])
+				ts.recv(ranks[i], in(h)[p.lo:p.hi])
+			}
+		}
+		return ts.list
 	}
-	if err := reduceHosts(dt, op, nHosts, in, s.nRanks); err != nil {
-		return err
+	done := func(j int) error {
+		p := pieces[j]
+		if err := reduceHosts(dt, op, nHosts, func(h int) []byte { return in(h)[p.lo:p.hi] }, s.nRanks); err != nil {
+			return err
+		}
+		return s.copyIn(str, pieceCopy(recv, hostPtr(st, groupBytes), p))
 	}
-	return s.copyAndWait(recv, hostPtr(st, groupBytes), bytes, str)
+	return errors.Join(s.links.inPieces(context.Background(), len(pieces), ready, transfers, done), s.copiesAndWait(nil, str))
 }
 
 // byLocalIndex lists the ranks of hosts of equal size by local index, then host: position
@@ -612,20 +643,6 @@ func byLocalIndex(hosts [][]int) []int {
 		}
 	}
 	return order
-}
-
-// swapByIndex sends out(h) to the rank of local index i on every other host h and receives
-// that rank's bytes into in(h), over the links.
-func (s *spanning) swapByIndex(i int, out, in func(h int) []byte) error {
-	me := s.hostOf[s.rank]
-	var ts transferSet
-	for h, ranks := range s.hosts {
-		if h != me {
-			ts.send(ranks[i], out(h))
-			ts.recv(ranks[i], in(h))
-		}
-	}
-	return s.links.exchange(context.Background(), ts.list)
 }
 
 // reduceScatterFlat runs ReduceScatter across hosts of different sizes: an AllReduce of the whole
@@ -675,7 +692,9 @@ func (s *spanning) allGather(send, recv cuda.DevicePtr, sendCount int, dt DataTy
 	// In pieces: this rank's part out of GPU memory, swapped with local index i of every other
 	// host, every host's piece back into scratch.
 	pieces := piecesOf(int(bytes), dt.Size(), acrossPieceBytes)
-	ready, err := s.copyOut(hostPtr(st, uint64(me)*bytes), send, pieces, str)
+	ready, err := s.copyOut(str, len(pieces), func(j int) []hostCopy {
+		return []hostCopy{pieceCopy(hostPtr(st, uint64(me)*bytes), send, pieces[j])}
+	})
 	if err != nil {
 		return err
 	}
@@ -720,7 +739,9 @@ func (s *spanning) allGatherFlat(send, recv cuda.DevicePtr, sendCount int, dt Da
 	}
 	part := func(r int) []byte { return st.b[uint64(r)*bytes : uint64(r+1)*bytes] }
 	pieces := piecesOf(int(bytes), dt.Size(), acrossPieceBytes)
-	ready, err := s.copyOut(hostPtr(st, uint64(s.rank)*bytes), send, pieces, str)
+	ready, err := s.copyOut(str, len(pieces), func(j int) []hostCopy {
+		return []hostCopy{pieceCopy(hostPtr(st, uint64(s.rank)*bytes), send, pieces[j])}
+	})
 	if err != nil {
 		return err
 	}
@@ -763,7 +784,9 @@ func (s *spanning) broadcast(send, recv cuda.DevicePtr, count int, dt DataType, 
 			return err
 		}
 		pieces := piecesOf(int(bytes), dt.Size(), acrossPieceBytes)
-		ready, err := s.copyOut(hostPtr(st, 0), send, pieces, str)
+		ready, err := s.copyOut(str, len(pieces), func(j int) []hostCopy {
+			return []hostCopy{pieceCopy(hostPtr(st, 0), send, pieces[j])}
+		})
 		if err != nil {
 			return err
 		}
@@ -792,7 +815,7 @@ func (s *spanning) broadcast(send, recv cuda.DevicePtr, count int, dt DataType, 
 		}
 		done := func(j int) error {
 			p := pieces[j]
-			return s.copyIn(str, hostCopy{recv + cuda.DevicePtr(p.lo), hostPtr(st, uint64(p.lo)), uint64(p.hi - p.lo)})
+			return s.copyIn(str, pieceCopy(recv, hostPtr(st, 0), p))
 		}
 		if err := s.links.inPieces(context.Background(), len(pieces), nil, transfers, done); err != nil {
 			return err
