@@ -41,11 +41,10 @@ import (
 //
 // A call waits for its stream, moves the data through the host and returns when done (so it
 // cannot be captured in a CUDA graph: the capture is refused by the driver and the call fails
-// naming it). AllReduce, ReduceScatter, AllGather and Broadcast move their bytes in pieces of
-// acrossPieceBytes (inPieces): every piece's copy out of GPU memory is queued at once, each
-// followed by an event; a piece crosses once its event is done, and is reduced (AllReduce,
-// ReduceScatter) and queued back into GPU memory on a goroutine while the next pieces cross. Register is refused across hosts
-// (ErrAcrossHosts).
+// naming it). It moves its bytes in pieces of acrossPieceBytes (inPieces): every piece's copy
+// out of GPU memory is queued at once, each followed by an event; a piece crosses once its event
+// is done, and is reduced (AllReduce, ReduceScatter) and queued back into GPU memory on a
+// goroutine while the next pieces cross. Register is refused across hosts (ErrAcrossHosts).
 
 // ErrAcrossHosts: an operation this version does not run when the ranks span hosts.
 var ErrAcrossHosts = errs.New(errs.ErrInvalidUsage, "not supported when the ranks span hosts")
@@ -865,28 +864,54 @@ func (s *spanning) p2p(peers map[int]*p2pPeer, order []int, str cuda.Stream) err
 	if err != nil {
 		return err
 	}
-	// The staging buffer holds, per remote peer in order, its send then its receive.
+	// The staging buffer holds, per remote peer in order, its send then its receive. Each goes
+	// in pieces (inPieces), cut from its own byte count, so both sides of a pair cut alike.
 	sendAt, recvAt := make(map[int]uint64, len(remote)), make(map[int]uint64, len(remote))
+	sendPieces, recvPieces := make(map[int][]piece, len(remote)), make(map[int][]piece, len(remote))
 	var off uint64
-	var in, out []hostCopy
+	n := 0
 	for _, r := range remote {
 		p := peers[r]
 		sendAt[r], recvAt[r] = off, off+p.sendBytes
-		in = append(in, hostCopy{hostPtr(st, off), p.send, p.sendBytes})
-		out = append(out, hostCopy{p.recv, hostPtr(st, recvAt[r]), p.recvBytes})
 		off += p.sendBytes + p.recvBytes
+		sendPieces[r] = piecesOf(int(p.sendBytes), 1, acrossPieceBytes)
+		recvPieces[r] = piecesOf(int(p.recvBytes), 1, acrossPieceBytes)
+		n = max(n, len(sendPieces[r]), len(recvPieces[r]))
 	}
-	if err := s.copiesAndWait(in, str); err != nil {
+	ready, err := s.copyOut(str, n, func(j int) []hostCopy {
+		var copies []hostCopy
+		for _, r := range remote {
+			if j < len(sendPieces[r]) {
+				copies = append(copies, pieceCopy(hostPtr(st, sendAt[r]), peers[r].send, sendPieces[r][j]))
+			}
+		}
+		return copies
+	})
+	if err != nil {
 		return err
 	}
-	ts := transferSet{stream: streamP2P}
-	for _, r := range remote {
-		p := peers[r]
-		ts.send(r, st.b[sendAt[r]:sendAt[r]+p.sendBytes])
-		ts.recv(r, st.b[recvAt[r]:recvAt[r]+p.recvBytes])
+	transfers := func(j int) []transfer {
+		ts := transferSet{stream: streamP2P}
+		for _, r := range remote {
+			if j < len(sendPieces[r]) {
+				p := sendPieces[r][j]
+				ts.send(r, st.b[sendAt[r]+uint64(p.lo):sendAt[r]+uint64(p.hi)])
+			}
+			if j < len(recvPieces[r]) {
+				p := recvPieces[r][j]
+				ts.recv(r, st.b[recvAt[r]+uint64(p.lo):recvAt[r]+uint64(p.hi)])
+			}
+		}
+		return ts.list
 	}
-	if err := s.links.exchange(context.Background(), ts.list); err != nil {
-		return err
+	done := func(j int) error {
+		var copies []hostCopy
+		for _, r := range remote {
+			if j < len(recvPieces[r]) {
+				copies = append(copies, pieceCopy(peers[r].recv, hostPtr(st, recvAt[r]), recvPieces[r][j]))
+			}
+		}
+		return s.copyIn(str, copies...)
 	}
-	return s.copiesAndWait(out, str)
+	return errors.Join(s.links.inPieces(context.Background(), n, ready, transfers, done), s.copiesAndWait(nil, str))
 }
