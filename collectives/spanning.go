@@ -43,8 +43,9 @@ import (
 // cannot be captured in a CUDA graph: the capture is refused by the driver and the call fails
 // naming it). It moves its bytes in pieces of acrossPieceBytes (inPieces): every piece's copy
 // out of GPU memory is queued at once, each followed by an event; a piece crosses once its event
-// is done, and is reduced (AllReduce, ReduceScatter) and queued back into GPU memory on a
-// goroutine while the next pieces cross. Register is refused across hosts (ErrAcrossHosts).
+// is done, is reduced (AllReduce, ReduceScatter) and queued back into GPU memory, so that the
+// copy engines move pieces while the network moves others. Register is refused across hosts
+// (ErrAcrossHosts).
 
 // ErrAcrossHosts: an operation this version does not run when the ranks span hosts.
 var ErrAcrossHosts = errs.New(errs.ErrInvalidUsage, "not supported when the ranks span hosts")
@@ -325,8 +326,8 @@ func shardPeers(hosts [][]int, me, i int) (sendTo, recvFrom []int) {
 }
 
 // acrossPieceBytes: the calls across hosts move their bytes in pieces of at most this many, so
-// that the copies out of GPU memory, the network exchange of one piece and the copy back (and
-// host reduction) of the one before run at once.
+// that the copies out of GPU memory of the next pieces and back into it of the ones before run
+// while a piece crosses the network.
 const acrossPieceBytes = 4 << 20
 
 // piece is the bytes [lo, hi) of a part that crosses hosts in pieces.
@@ -343,37 +344,42 @@ func piecesOf(n, size, limit int) []piece {
 }
 
 // inPieces moves pieces over the links in turn: ready(j) (piece j's bytes are in staging memory),
-// the exchange of transfers(j), then done(j) on a goroutine of its own while the next pieces move
-// (in piece order). A done that fails does not stop the exchanges (the peers wait for every
-// piece); a failed ready or exchange does. It returns the first errors once the goroutine has
-// finished. ready and done may be nil.
+// the move of transfers(j) (exchange without its flush: the writes of every piece are flushed
+// once, at the end), then done(j) (which queues the piece's copies back into GPU memory, after
+// reducing it). The copies out of and into GPU memory run on the copy engines while the next
+// pieces move; the host's work stays in order with the moves. (On the 2-core development VM, the
+// 64 MiB float32 sum of two ranks took 2x longer in 4 MiB pieces than in one, with the reduction
+// between the moves or beside them on a goroutine, while the moves alone were as fast in pieces:
+// BenchmarkHostReduction; there the ranks' progress goroutines spin beside the reduction. Not
+// yet measured on a GPU host.) A failed ready or move ends the call (the peers then
+// fail on MSCCLPP_NET_TIMEOUT, not on wrong bytes); after a failed done the pieces still move,
+// for the peers, and the call returns that error at the end. ready and done may be nil.
 func (h *hostLinks) inPieces(ctx context.Context, n int, ready func(j int) error, transfers func(j int) []transfer,
 	done func(j int) error) error {
-	moved := make(chan int, n)
-	finished := make(chan error, 1)
-	go func() {
-		var err error
-		for j := range moved {
-			if err == nil && done != nil {
-				err = done(j)
-			}
-		}
-		finished <- err
-	}()
-	var err error
+	var used []transfer // a transfer of each (stream, peer) that moved bytes: flushed once, at the end
+	var failed error    // the first done that failed
 	for j := range n {
 		if ready != nil {
-			if err = ready(j); err != nil {
-				break
+			if err := ready(j); err != nil {
+				return err
 			}
 		}
-		if err = h.exchange(ctx, transfers(j)); err != nil {
-			break
+		ts := transfers(j)
+		if err := h.move(ctx, ts); err != nil {
+			return err
 		}
-		moved <- j
+		for _, t := range ts {
+			if (len(t.send) > 0 || len(t.recv) > 0) && !slices.ContainsFunc(used, func(u transfer) bool {
+				return u.stream == t.stream && u.peer == t.peer
+			}) {
+				used = append(used, t)
+			}
+		}
+		if done != nil && failed == nil {
+			failed = done(j)
+		}
 	}
-	close(moved)
-	return errors.Join(err, <-finished)
+	return errors.Join(failed, h.flush(ctx, used))
 }
 
 // copyOut queues, on str, the copies of each of n pieces out of GPU memory into staging memory
@@ -429,8 +435,8 @@ func (s *spanning) copyIn(str cuda.Stream, copies ...hostCopy) error {
 // sends them to the ranks sendTo, takes host h's from rank recvFrom[h] (this rank for its own
 // host), reduces the hosts' in host order (avg: then divides by the rank count), writes the
 // result to dst and waits for the stream. It goes in pieces (hostReduction.run): each piece is
-// copied into staging memory as soon as the stream gets there, crosses, and is reduced and queued
-// back to dst while the next pieces cross.
+// copied into staging memory as soon as the stream gets there, crosses, is reduced and queued
+// back to dst.
 func (s *spanning) reduceAcross(src, dst cuda.DevicePtr, n int, dt DataType, op Op, sendTo, recvFrom []int, str cuda.Stream) error {
 	bytes := n * dt.Size()
 	st, err := s.stage(uint64(bytes) * uint64(len(s.hosts)))
@@ -469,7 +475,7 @@ type hostReduction struct {
 
 // run moves the pieces over the links (inPieces, with ready): piece j of part(me) goes to
 // sendTo, host h's comes from recvFrom[h]; once a piece has moved, the hosts' bytes of it are
-// reduced into part(0) in host order and done(j, p) takes them, while the next pieces move.
+// reduced into part(0) in host order and done(j, p) takes them.
 func (r hostReduction) run(ctx context.Context, links *hostLinks, pieces []piece, ready func(j int) error,
 	done func(j int, p piece) error) error {
 	transfers := func(j int) []transfer {
