@@ -348,12 +348,13 @@ func piecesOf(n, size, limit int) []piece {
 // once, at the end), then done(j) (which queues the piece's copies back into GPU memory, after
 // reducing it). The copies out of and into GPU memory run on the copy engines while the next
 // pieces move; the host's work stays in order with the moves. (On the 2-core development VM, the
-// 64 MiB float32 sum of two ranks took 2x longer in 4 MiB pieces than in one, with the reduction
-// between the moves or beside them on a goroutine, while the moves alone were as fast in pieces:
-// BenchmarkHostReduction; there the ranks' progress goroutines spin beside the reduction. Not
-// yet measured on a GPU host.) A failed ready or move ends the call (the peers then
-// fail on MSCCLPP_NET_TIMEOUT, not on wrong bytes); after a failed done the pieces still move,
-// for the peers, and the call returns that error at the end. ready and done may be nil.
+// 64 MiB float32 sum of two ranks took 2x longer in 4 MiB pieces than in one, the moves alone as
+// long or less: BenchmarkHostReduction. There each rank's progress goroutine spins for 5 ms after
+// the last movement, on the cores the reductions need; with that spin off, the sum took 1.1x
+// longer in pieces. Not yet measured on a GPU host, whose cores are many.) A failed ready or move
+// ends the call (the peers then fail on MSCCLPP_NET_TIMEOUT, not on wrong bytes); after a failed
+// done the pieces still move, for the peers, and the call returns that error at the end. ready
+// and done may be nil.
 func (h *hostLinks) inPieces(ctx context.Context, n int, ready func(j int) error, transfers func(j int) []transfer,
 	done func(j int) error) error {
 	var used []transfer // a transfer of each (stream, peer) that moved bytes: flushed once, at the end
