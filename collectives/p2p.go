@@ -64,8 +64,9 @@ const (
 	// which a transfer in lines goes.
 	p2pLinePieceBytes = p2pLineSlotBytes / lineBytes * lineDataWords * 8
 	// p2pLinesMaxBytes is the most bytes of a transfer in lines, streamed in pieces past the
-	// first (graph, us, 4 x H200, lines in pieces / lanes / NCCL: 8 MiB 34.4-36.2 / 42.0-42.6 /
-	// 60.8-63.9 on 4 ranks and 2; 16 MiB 64.3-66.4 / 65.3-66.3 / 76.9-124.5).
+	// first (graph, us, a ring, lines in pieces / lanes / NCCL: 4 ranks on 4 x H200, 8 MiB
+	// 35.6-36.2 / 42.0-42.4 / 60.8-63.9, 16 MiB 64.5-66.1 / 65.3-66.3 / 111-125; 2 ranks on 2 x
+	// H200, 8 MiB 35.8-36.2 / 42.0-42.8 / 46.8-50.6, 16 MiB 65.3-66.2 / 65.3-66.8 / 76.6-81.4).
 	p2pLinesMaxBytes = 16 << 20
 )
 
@@ -124,8 +125,8 @@ func laneCount(bytes uint64, maxLanes int) int {
 
 // p2pScratchBytes is the size of a rank's p2p scratch: a stream region per rank (its own unused,
 // so that a region's offset is the sender's rank), two in-place counters per (rank, lane)
-// (coll::p2pInPlaceCount), two line slots per rank (coll::p2pLineSlotOffset), three line counters
-// per rank and the count of finished blocks (coll::P2PLineCounters).
+// (coll::p2pInPlaceCount), two line slots per rank (coll::p2pLineSlotOffset), five words of line
+// counters per rank and the count of finished blocks (coll::P2PLineCounters).
 func p2pScratchBytes(nRanks int) uint64 {
 	return roundUp(uint64(nRanks)*(p2pStreamBytes+p2pLanes*2*8+2*p2pLineSlotBytes+5*8)+8, peerAllocAlign)
 }
