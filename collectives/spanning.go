@@ -70,7 +70,7 @@ type spanning struct {
 	// on demand.
 	scratch      cuda.DevicePtr
 	scratchBytes uint64
-	events       []cuda.Event // reduceAcross's, one per piece (eventsOf)
+	events       []cuda.Event // the copies out of GPU memory's, one per piece (eventsOf, copyOut)
 }
 
 // hostsOf groups ranks by host from every rank's host hash, hosts numbered in the order of their
@@ -415,7 +415,7 @@ func (s *spanning) copyOut(str cuda.Stream, n int, copies func(j int) []hostCopy
 	}, nil
 }
 
-// pieceCopy is the copy of piece p of the n bytes at src to dst.
+// pieceCopy is the copy of piece p of src to the same place in dst.
 func pieceCopy(dst, src cuda.DevicePtr, p piece) hostCopy {
 	return hostCopy{dst + cuda.DevicePtr(p.lo), src + cuda.DevicePtr(p.lo), uint64(p.hi - p.lo)}
 }
