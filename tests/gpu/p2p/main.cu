@@ -10,6 +10,8 @@
 //   into; up to 72 MiB);
 //   self: a send to this rank and a receive from it in one call (a copy);
 //   one way: a dozen messages from rank 2k to 2k + 1, one call each, in lines and on lanes;
+//   all peers: one call per rank to and from every other rank, sizes per ordered pair from 1000
+//   bytes to the lanes (streamed lines and single pieces in one launch);
 //   matching per pair: every rank sends two messages to every peer, one call per send, the peers
 //   in an order of its own, then an AllReduce, then receives them, one call per receive, in
 //   another order of its own (the k-th send from a to b must meet the k-th receive of b from a);
@@ -307,6 +309,40 @@ void oneWay(mscclppCollComm_t comm, cudaStream_t s) {
   g.finish();
 }
 
+// All peers: one call in which every rank sends to every other rank and receives from it, the
+// size differing per ordered pair (less than a piece of lines, one piece, several, the lanes), so
+// that one launch of the lines kernel streams some transfers and not others beside the lanes'.
+void allPeersMixed(mscclppCollComm_t comm, cudaStream_t s) {
+  Group g("all peers in one call, sizes per pair from 1000 bytes to the lanes");
+  const std::vector<size_t> sizes = {1000, kPiece - 8, kPiece, 2 * kPiece + 3, (9u << 20) + 5, kLinesMax + 16};
+  const auto sizeOf = [&](int from, int to) { return sizes[static_cast<size_t>(from * 5 + to * 3) % sizes.size()]; };
+  std::vector<Buffer*> sends, recvs;  // all allocated first: an allocation synchronizes the device
+  std::vector<mscclppP2POp> ops;
+  std::vector<int> peers;
+  for (int p = 0; p < g_nranks; ++p) {
+    if (p == g_rank) continue;
+    const size_t out = sizeOf(g_rank, p), in = sizeOf(p, g_rank);
+    sends.push_back(new Buffer(out, 0));
+    recvs.push_back(new Buffer(in, 0));
+    const std::vector<uint8_t> m = message<uint8_t>(g_rank, p, out, 50);
+    sends.back()->upload(m.data(), out);
+    ops.push_back(op(p, true, sends.back()->data(), out, mscclppUint8));
+    ops.push_back(op(p, false, recvs.back()->data(), in, mscclppUint8));
+    peers.push_back(p);
+  }
+  if (!ops.empty() && called(g, "sendrecv", mscclppSendRecv(ops.data(), static_cast<int>(ops.size()), comm, s))) {
+    CUDA(cudaStreamSynchronize(s));
+    for (size_t k = 0; k < peers.size(); ++k) {
+      const size_t in = sizeOf(peers[k], g_rank);
+      const std::vector<uint8_t> want = message<uint8_t>(peers[k], g_rank, in, 50);
+      recvs[k]->check(g, "from " + std::to_string(peers[k]) + ", " + std::to_string(in) + " bytes", 0, want.data(), in);
+    }
+  }
+  for (Buffer* b : sends) delete b;
+  for (Buffer* b : recvs) delete b;
+  g.finish();
+}
+
 // Rank r's send of AlltoAll: block j holds the message to j.
 template <typename T>
 void checkAlltoAll(Group& g, mscclppCollComm_t comm, cudaStream_t s, size_t n, int salt, bool inPlace) {
@@ -470,6 +506,7 @@ int main(int argc, char** argv) {
     selfSweep<uint8_t>(c.coll, s);
     perPairMatching(c.coll, s);
     oneWay(c.coll, s);
+    allPeersMixed(c.coll, s);
     alltoAllSweep<float>(c.coll, s);
     alltoAllSweep<uint8_t>(c.coll, s);
     alltoAllSweep<__half>(c.coll, s);
