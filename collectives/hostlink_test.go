@@ -294,59 +294,71 @@ func BenchmarkHostLinks(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				b.SetBytes(int64(size))
-				ready := make(chan struct{})
-				errc := make(chan error, 2)
-				root, err := bootstrap.NewRoot(bootstrap.Options{})
-				require.NoError(b, err)
-				defer root.Close()
-				for rank := range 2 {
-					go func() {
-						errc <- func() error {
-							ctx := context.Background()
-							bt, err := bootstrap.Join(ctx, root.ID(), rank, 2, bootstrap.Options{})
-							if err != nil {
-								return err
+				benchLinked(b, func(ctx context.Context, rank int, h *hostLinks) (func() error, error) {
+					tr := transfer{peer: 1 - rank}
+					if rank == 0 || both {
+						tr.send = make([]byte, size)
+						if c.source {
+							if err := h.useSource(tr.send); err != nil {
+								return nil, err
 							}
-							defer bt.Close()
-							h, err := joinHostLinks(ctx, bt)
-							if err != nil {
-								return err
-							}
-							defer h.close()
-							tr := transfer{peer: 1 - rank}
-							if rank == 0 || both {
-								tr.send = make([]byte, size)
-								if c.source {
-									if err := h.useSource(tr.send); err != nil {
-										return err
-									}
-								}
-							}
-							if rank == 1 || both {
-								tr.recv = make([]byte, size)
-							}
-							if err := bt.Barrier(ctx); err != nil {
-								return err
-							}
-							if rank == 0 {
-								b.ResetTimer()
-								close(ready)
-							}
-							<-ready
-							for range b.N {
-								if err := h.exchange(ctx, []transfer{tr}); err != nil {
-									return err
-								}
-							}
-							return bt.Barrier(ctx)
-						}()
-					}()
-				}
-				require.NoError(b, <-errc)
-				require.NoError(b, <-errc)
+						}
+					}
+					if rank == 1 || both {
+						tr.recv = make([]byte, size)
+					}
+					return func() error { return h.exchange(ctx, []transfer{tr}) }, nil
+				})
 			})
 		}
 	}
+}
+
+// benchLinked runs a benchmark on two in-process ranks linked over tcp (joinHostLinks): each
+// prepares its iteration, then, after a barrier (rank 0 resetting the timer), runs it b.N times.
+func benchLinked(b *testing.B, prepare func(ctx context.Context, rank int, h *hostLinks) (func() error, error)) {
+	ready := make(chan struct{})
+	errc := make(chan error, 2)
+	root, err := bootstrap.NewRoot(bootstrap.Options{})
+	require.NoError(b, err)
+	defer root.Close()
+	for rank := range 2 {
+		go func() {
+			errc <- func() error {
+				ctx := context.Background()
+				bt, err := bootstrap.Join(ctx, root.ID(), rank, 2, bootstrap.Options{})
+				if err != nil {
+					return err
+				}
+				defer bt.Close()
+				h, err := joinHostLinks(ctx, bt)
+				if err != nil {
+					return err
+				}
+				defer h.close()
+				iteration, err := prepare(ctx, rank, h)
+				if err != nil {
+					return err
+				}
+				if err := bt.Barrier(ctx); err != nil {
+					return err
+				}
+				if rank == 0 {
+					b.ResetTimer()
+					close(ready)
+				}
+				<-ready
+				for range b.N {
+					if err := iteration(); err != nil {
+						return err
+					}
+				}
+				return bt.Barrier(ctx)
+			}()
+		}()
+	}
+	require.NoError(b, <-errc)
+	require.NoError(b, <-errc)
 }
 
 // TestHostLinksOtherPeerLeaves: a rank that is done closes its links and its bootstrap while
@@ -586,59 +598,24 @@ func BenchmarkHostReduction(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(size)
-			ready := make(chan struct{})
-			errc := make(chan error, 2)
-			root, err := bootstrap.NewRoot(bootstrap.Options{})
-			require.NoError(b, err)
-			defer root.Close()
-			for rank := range 2 {
-				go func() {
-					errc <- func() error {
-						ctx := context.Background()
-						bt, err := bootstrap.Join(ctx, root.ID(), rank, 2, bootstrap.Options{})
-						if err != nil {
-							return err
-						}
-						defer bt.Close()
-						h, err := joinHostLinks(ctx, bt)
-						if err != nil {
-							return err
-						}
-						defer h.close()
-						staging := make([]byte, 2*size)
-						if err := h.useSource(staging); err != nil {
-							return err
-						}
-						r := hostReduction{dt: Float32, op: Sum, nHosts: 2, me: rank, nRanks: 2, sendTo: []int{1 - rank},
-							recvFrom: []int{0, 1}, part: func(host int) []byte { return staging[host*size : (host+1)*size] }}
-						pieces := piecesOf(size, 4, pieceBytes)
-						if err := bt.Barrier(ctx); err != nil {
-							return err
-						}
-						if rank == 0 {
-							b.ResetTimer()
-							close(ready)
-						}
-						<-ready
-						for range b.N {
-							if !c.reduce { // the pieces' exchanges alone
-								err = h.inPieces(ctx, len(pieces), nil, func(j int) []transfer {
-									p := pieces[j]
-									return []transfer{{peer: 1 - rank, send: r.part(rank)[p.lo:p.hi], recv: r.part(1 - rank)[p.lo:p.hi]}}
-								}, nil)
-							} else {
-								err = r.run(ctx, h, pieces, nil, func(int, piece) error { return nil })
-							}
-							if err != nil {
-								return err
-							}
-						}
-						return bt.Barrier(ctx)
-					}()
-				}()
-			}
-			require.NoError(b, <-errc)
-			require.NoError(b, <-errc)
+			benchLinked(b, func(ctx context.Context, rank int, h *hostLinks) (func() error, error) {
+				staging := make([]byte, 2*size)
+				if err := h.useSource(staging); err != nil {
+					return nil, err
+				}
+				r := hostReduction{dt: Float32, op: Sum, nHosts: 2, me: rank, nRanks: 2, sendTo: []int{1 - rank},
+					recvFrom: []int{0, 1}, part: func(host int) []byte { return staging[host*size : (host+1)*size] }}
+				pieces := piecesOf(size, 4, pieceBytes)
+				if !c.reduce { // the pieces' moves alone
+					return func() error {
+						return h.inPieces(ctx, len(pieces), nil, func(j int) []transfer {
+							p := pieces[j]
+							return []transfer{{peer: 1 - rank, send: r.part(rank)[p.lo:p.hi], recv: r.part(1 - rank)[p.lo:p.hi]}}
+						}, nil)
+					}, nil
+				}
+				return func() error { return r.run(ctx, h, pieces, nil, func(int, piece) error { return nil }) }, nil
+			})
 		})
 	}
 }

@@ -616,17 +616,7 @@ func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt Da
 	if err != nil {
 		return err
 	}
-	transfers := func(j int) []transfer {
-		p := pieces[j]
-		var ts transferSet
-		for h, ranks := range s.hosts {
-			if h != me {
-				ts.send(ranks[i], out(h)[p.lo:p.hi])
-				ts.recv(ranks[i], in(h)[p.lo:p.hi])
-			}
-		}
-		return ts.list
-	}
+	transfers := func(j int) []transfer { return s.swapByIndex(i, pieces[j], out, in) }
 	done := func(j int) error {
 		p := pieces[j]
 		if err := reduceHosts(dt, op, nHosts, func(h int) []byte { return in(h)[p.lo:p.hi] }, s.nRanks); err != nil {
@@ -635,6 +625,20 @@ func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt Da
 		return s.copyIn(str, pieceCopy(recv, hostPtr(st, groupBytes), p))
 	}
 	return errors.Join(s.links.inPieces(context.Background(), len(pieces), ready, transfers, done), s.copiesAndWait(nil, str))
+}
+
+// swapByIndex is the transfers of piece p that send out(h) to the rank of local index i on every
+// other host h and receive in(h) from it.
+func (s *spanning) swapByIndex(i int, p piece, out, in func(h int) []byte) []transfer {
+	me := s.hostOf[s.rank]
+	var ts transferSet
+	for h, ranks := range s.hosts {
+		if h != me {
+			ts.send(ranks[i], out(h)[p.lo:p.hi])
+			ts.recv(ranks[i], in(h)[p.lo:p.hi])
+		}
+	}
+	return ts.list
 }
 
 // byLocalIndex lists the ranks of hosts of equal size by local index, then host: position
@@ -705,15 +709,7 @@ func (s *spanning) allGather(send, recv cuda.DevicePtr, sendCount int, dt DataTy
 		return err
 	}
 	transfers := func(j int) []transfer {
-		p := pieces[j]
-		var ts transferSet
-		for h, ranks := range s.hosts {
-			if h != me {
-				ts.send(ranks[i], part(me)[p.lo:p.hi])
-				ts.recv(ranks[i], part(h)[p.lo:p.hi])
-			}
-		}
-		return ts.list
+		return s.swapByIndex(i, pieces[j], func(int) []byte { return part(me) }, part)
 	}
 	done := func(j int) error {
 		p, copies := pieces[j], make([]hostCopy, nHosts)
