@@ -619,3 +619,66 @@ func BenchmarkHostReduction(b *testing.B) {
 		})
 	}
 }
+
+// TestInPiecesUneven: three ranks send each other messages of sizes per ordered pair (none, less
+// than a piece, several pieces) in one inPieces call over the real tcp links, each message cut
+// into pieces from its own size as spanning.p2p cuts them, so that later pieces name fewer peers;
+// every message arrives whole, and done sees the pieces in order.
+func TestInPiecesUneven(t *testing.T) {
+	requireTCP(t)
+	const n, pieceBytes = 3, 64 << 10
+	sizes := map[[2]int]int{ // per ordered pair (from, to)
+		{0, 1}: 1000, {0, 2}: 10 * pieceBytes, {1, 0}: 3*pieceBytes + 7, {1, 2}: 0, {2, 0}: pieceBytes, {2, 1}: 10*pieceBytes + 5,
+	}
+	sizeOf := func(from, to int) int { return sizes[[2]int{from, to}] }
+	runLinked(t, n, func(ctx context.Context, rank int, b *bootstrap.TCP, h *hostLinks) error {
+		sends, recvs := map[int][]byte{}, map[int][]byte{}
+		sendPieces, recvPieces := map[int][]piece{}, map[int][]piece{}
+		var peers []int
+		count := 0
+		for p := range n {
+			if p == rank {
+				continue
+			}
+			peers = append(peers, p)
+			sends[p], recvs[p] = make([]byte, sizeOf(rank, p)), make([]byte, sizeOf(p, rank))
+			for i := range sends[p] {
+				sends[p][i] = linkPattern(rank, p, 7, i)
+			}
+			sendPieces[p], recvPieces[p] = piecesOf(len(sends[p]), 1, pieceBytes), piecesOf(len(recvs[p]), 1, pieceBytes)
+			count = max(count, len(sendPieces[p]), len(recvPieces[p]))
+		}
+		var done []int
+		err := h.inPieces(ctx, count, nil, func(j int) []transfer {
+			ts := transferSet{stream: streamP2P}
+			for _, p := range peers {
+				if j < len(sendPieces[p]) {
+					ts.send(p, sends[p][sendPieces[p][j].lo:sendPieces[p][j].hi])
+				}
+				if j < len(recvPieces[p]) {
+					ts.recv(p, recvs[p][recvPieces[p][j].lo:recvPieces[p][j].hi])
+				}
+			}
+			return ts.list
+		}, func(j int) error { done = append(done, j); return nil })
+		if err != nil {
+			return err
+		}
+		if len(done) != count {
+			return fmt.Errorf("done saw pieces %v, want %d in order", done, count)
+		}
+		for i, j := range done {
+			if i != j {
+				return fmt.Errorf("done saw pieces %v, want 0 to %d in order", done, count-1)
+			}
+		}
+		for _, p := range peers {
+			for i, v := range recvs[p] {
+				if want := linkPattern(p, rank, 7, i); v != want {
+					return fmt.Errorf("from rank %d (%d bytes): byte %d is %d, want %d", p, len(recvs[p]), i, v, want)
+				}
+			}
+		}
+		return nil
+	})
+}
