@@ -494,6 +494,14 @@ func (r hostReduction) run(ctx context.Context, links *hostLinks, pieces []piece
 	}
 	reduce := func(j int) error {
 		p := pieces[j]
+		if r.me == 0 && len(r.sendTo) > 0 {
+			// part(0), which the reduction overwrites, is this host's own part, whose piece j
+			// the links may still be reading (shm reads a write's source when the peer takes
+			// it): its writes must complete first.
+			if err := links.flush(ctx, transfers(j)); err != nil {
+				return err
+			}
+		}
 		if err := reduceHosts(r.dt, r.op, r.nHosts, func(h int) []byte { return r.part(h)[p.lo:p.hi] }, r.nRanks); err != nil {
 			return err
 		}
