@@ -227,7 +227,8 @@ int mscclpp_fab_hmem(struct mscclpp_fab_ep *e)
 		return r;
 	int found = 0;
 	for (struct fi_info *i = list; i != NULL && !found; i = i->next)
-		found = (i->caps & FI_HMEM) != 0 && i->domain_attr->name != NULL && strcmp(i->domain_attr->name, domain) == 0;
+		found = (i->caps & FI_HMEM) != 0 &&
+			(domain == NULL || (i->domain_attr->name != NULL && strcmp(i->domain_attr->name, domain) == 0));
 	p_freeinfo(list);
 	return found;
 }
