@@ -314,9 +314,11 @@ if wanted "across hosts"; then
 			result "build $name" 1
 		fi
 	done
-	# across_hosts SRC NAME LIMIT builds SRC and runs it in its hosts mode, each rank its own host,
-	# and with 4 ranks or more as 2 hosts whose ranks alternate (rank r on host r % 2: a host's
-	# ranks are not consecutive), so that the local Comm and the step across hosts both take part.
+	# across_hosts SRC NAME LIMIT [shm] builds SRC and runs it in its hosts mode, each rank its own
+	# host (over tcp, and with shm also over libfabric's shm provider, which reads a write's source
+	# when the peer takes it, later than tcp), and with 4 ranks or more as 2 hosts whose ranks
+	# alternate (rank r on host r % 2: a host's ranks are not consecutive), so that the local Comm
+	# and the step across hosts both take part.
 	across_hosts() {
 		local src=$1 name=$2 limit=$3
 		if ! build_cuda "$src" "$bin/$name"; then
@@ -324,6 +326,10 @@ if wanted "across hosts"; then
 			return
 		fi
 		run "across hosts: $name (hosts), each rank its own host" "$limit" "${apart[@]}" "$bin/$name" hosts
+		if [ "${4:-}" = shm ]; then
+			run "across hosts: $name (hosts), each rank its own host, shm" "$limit" env MSCCLPP_NET_PROVIDER=shm \
+				"${apart[@]:2}" "$bin/$name" hosts
+		fi
 		if [ "$np" -ge 4 ]; then
 			run "across hosts: $name (hosts), 2 hosts of $((np / 2)) ranks, alternating" "$limit" \
 				$mpirun -x MSCCLPP_NET_PROVIDER=tcp -np "$np" \
@@ -332,7 +338,7 @@ if wanted "across hosts"; then
 	}
 	# The collectives across hosts (collectives/spanning.go): every collective, type and operator;
 	# then SendRecv and AlltoAll, the p2p checks but the CUDA graph.
-	across_hosts tests/gpu/collectives/main.cu collectives 600
+	across_hosts tests/gpu/collectives/main.cu collectives 600 shm
 	across_hosts tests/gpu/p2p/main.cu p2p 300
 	# torch.distributed on the NCCL layer with each rank its own host (mpirun gives the ranks;
 	# MSCCLPP_HOSTID must be set before the library loads). Calls across hosts cannot be captured:
