@@ -697,3 +697,23 @@ func TestInPiecesUneven(t *testing.T) {
 		return nil
 	})
 }
+
+// TestPiecesOf: the cuts of the calls across hosts, whole elements in each piece; reductions in
+// one piece.
+func TestPiecesOf(t *testing.T) {
+	tests := []struct {
+		name  string
+		got   []piece
+		wants []piece
+	}{
+		{"nothing", piecesOf(0, 4, 16), nil},
+		{"one short piece", piecesOf(12, 4, 16), []piece{{0, 12}}},
+		{"limit not a multiple of the element", piecesOf(40, 8, 20), []piece{{0, 16}, {16, 32}, {32, 40}}},
+		{"limit below the element", piecesOf(6, 2, 1), []piece{{0, 2}, {2, 4}, {4, 6}}},
+		{"a reduction of 64 MiB", reductionPieces(64<<20, 4), []piece{{0, 64 << 20}}},
+		{"a reduction of nothing", reductionPieces(0, 2), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.wants, tt.got) })
+	}
+}
