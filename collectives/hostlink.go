@@ -243,6 +243,15 @@ const (
 // peer this call no longer waits for may end meanwhile (that peer finished and closed): the call
 // goes on.
 func (h *hostLinks) exchange(ctx context.Context, ts []transfer) error {
+	if err := h.move(ctx, ts); err != nil {
+		return err
+	}
+	return h.flush(ctx, ts)
+}
+
+// move is exchange without the flush: it returns when every receive is complete and every send
+// posted.
+func (h *hostLinks) move(ctx context.Context, ts []transfer) error {
 	at := make([]transferProgress, len(ts))
 	for _, t := range ts {
 		if t.stream < 0 || t.stream >= linkStreams || t.peer < 0 || t.peer >= len(h.streams[t.stream]) ||
@@ -320,7 +329,13 @@ func (h *hostLinks) exchange(ctx context.Context, ts []transfer) error {
 			runtime.Gosched()
 		}
 	}
-	flushCtx, cancel := context.WithTimeout(ctx, timeout)
+	return nil
+}
+
+// flush waits until the writes to the peers of ts have completed (exchange's end), or fails
+// after MSCCLPP_NET_TIMEOUT.
+func (h *hostLinks) flush(ctx context.Context, ts []transfer) error {
+	flushCtx, cancel := context.WithTimeout(ctx, config.NetTimeout.Get())
 	defer cancel()
 	for _, t := range ts {
 		if len(t.send) > 0 || len(t.recv) > 0 {

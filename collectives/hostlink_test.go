@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,13 +34,22 @@ func joinHostLinks(ctx context.Context, b *bootstrap.TCP) (*hostLinks, error) {
 	return newHostLinks(ctx, b, peers)
 }
 
-func requireTCP(t *testing.T) {
+func requireTCP(t *testing.T) { requireProvider(t, "tcp") }
+
+// requireProvider makes the links use the libfabric provider name, or skips the test where
+// libfabric does not offer it.
+func requireProvider(t *testing.T, name string) {
 	t.Helper()
-	if !fabric.Has("tcp") {
-		t.Skip("libfabric offers no tcp provider here")
+	if !fabric.Has(name) {
+		t.Skipf("libfabric offers no %s provider here", name)
 	}
-	testutil.Override(t, config.NetProvider, "tcp")
+	testutil.Override(t, config.NetProvider, name)
 }
+
+// linkProviders are the providers the links' tests run on where libfabric offers them: tcp,
+// which copies a write's source when posted, and shm, which may read it later (a source must stay
+// unchanged until its write completes).
+var linkProviders = []string{"tcp", "shm"}
 
 // runLinked runs f on n in-process ranks, each linked with the others (joinHostLinks; the links
 // closed after f), and fails the test for every rank whose f failed.
@@ -293,59 +303,71 @@ func BenchmarkHostLinks(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				b.SetBytes(int64(size))
-				ready := make(chan struct{})
-				errc := make(chan error, 2)
-				root, err := bootstrap.NewRoot(bootstrap.Options{})
-				require.NoError(b, err)
-				defer root.Close()
-				for rank := range 2 {
-					go func() {
-						errc <- func() error {
-							ctx := context.Background()
-							bt, err := bootstrap.Join(ctx, root.ID(), rank, 2, bootstrap.Options{})
-							if err != nil {
-								return err
+				benchLinked(b, func(ctx context.Context, rank int, h *hostLinks) (func() error, error) {
+					tr := transfer{peer: 1 - rank}
+					if rank == 0 || both {
+						tr.send = make([]byte, size)
+						if c.source {
+							if err := h.useSource(tr.send); err != nil {
+								return nil, err
 							}
-							defer bt.Close()
-							h, err := joinHostLinks(ctx, bt)
-							if err != nil {
-								return err
-							}
-							defer h.close()
-							tr := transfer{peer: 1 - rank}
-							if rank == 0 || both {
-								tr.send = make([]byte, size)
-								if c.source {
-									if err := h.useSource(tr.send); err != nil {
-										return err
-									}
-								}
-							}
-							if rank == 1 || both {
-								tr.recv = make([]byte, size)
-							}
-							if err := bt.Barrier(ctx); err != nil {
-								return err
-							}
-							if rank == 0 {
-								b.ResetTimer()
-								close(ready)
-							}
-							<-ready
-							for range b.N {
-								if err := h.exchange(ctx, []transfer{tr}); err != nil {
-									return err
-								}
-							}
-							return bt.Barrier(ctx)
-						}()
-					}()
-				}
-				require.NoError(b, <-errc)
-				require.NoError(b, <-errc)
+						}
+					}
+					if rank == 1 || both {
+						tr.recv = make([]byte, size)
+					}
+					return func() error { return h.exchange(ctx, []transfer{tr}) }, nil
+				})
 			})
 		}
 	}
+}
+
+// benchLinked runs a benchmark on two in-process ranks linked over tcp (joinHostLinks): each
+// prepares its iteration, then, after a barrier (rank 0 resetting the timer), runs it b.N times.
+func benchLinked(b *testing.B, prepare func(ctx context.Context, rank int, h *hostLinks) (func() error, error)) {
+	ready := make(chan struct{})
+	errc := make(chan error, 2)
+	root, err := bootstrap.NewRoot(bootstrap.Options{})
+	require.NoError(b, err)
+	defer root.Close()
+	for rank := range 2 {
+		go func() {
+			errc <- func() error {
+				ctx := context.Background()
+				bt, err := bootstrap.Join(ctx, root.ID(), rank, 2, bootstrap.Options{})
+				if err != nil {
+					return err
+				}
+				defer bt.Close()
+				h, err := joinHostLinks(ctx, bt)
+				if err != nil {
+					return err
+				}
+				defer h.close()
+				iteration, err := prepare(ctx, rank, h)
+				if err != nil {
+					return err
+				}
+				if err := bt.Barrier(ctx); err != nil {
+					return err
+				}
+				if rank == 0 {
+					b.ResetTimer()
+					close(ready)
+				}
+				<-ready
+				for range b.N {
+					if err := iteration(); err != nil {
+						return err
+					}
+				}
+				return bt.Barrier(ctx)
+			}()
+		}()
+	}
+	require.NoError(b, <-errc)
+	require.NoError(b, <-errc)
 }
 
 // TestHostLinksOtherPeerLeaves: a rank that is done closes its links and its bootstrap while
@@ -438,4 +460,260 @@ func TestHostLinksPeerGone(t *testing.T) {
 		assert.ErrorContains(t, err, "ranks [1]")
 		return nil
 	})
+}
+
+// TestHostReductionRun: three ranks, each its own host, reduce their parts over the real tcp and
+// shm links in pieces (hostReduction.run, reduceAcross's host side): every rank ends with the hosts'
+// parts reduced in host order; ready and done see every piece once, in turn (ready(j), then
+// done(j) with piece j reduced); and a done that fails on one rank is returned there while the
+// pieces go on moving, so the other ranks finish.
+func TestHostReductionRun(t *testing.T) {
+	t.Run("tcp", func(t *testing.T) { testHostReductionRun(t, "tcp", 3) })
+	// Two ranks on shm: with more ranks of one process, libfabric 1.17's shm crashed when the
+	// endpoints of one test were opened after another's closed.
+	t.Run("shm", func(t *testing.T) { testHostReductionRun(t, "shm", 2) })
+}
+
+func testHostReductionRun(t *testing.T, provider string, n int) {
+	requireProvider(t, provider)
+	value := func(host, i int) int64 { return int64((i*7+host*13)%1000 - 300) }
+	tests := []struct {
+		name       string
+		dt         DataType
+		op         Op
+		elems      int
+		pieceBytes int
+		failOn     int // the piece whose done fails on rank 0 (-1: none)
+	}{
+		{"float32 sum in pieces of 64 KiB", Float32, Sum, 100003, 64 << 10, -1},
+		{"int32 max in one piece", Int32, Max, 1000, acrossPieceBytes, -1},
+		{"float32 avg, pieces not a multiple of the element", Float32, Avg, 50001, 40001, -1},
+		{"int64 sum of nothing", Int64, Sum, 0, 4096, -1},
+		{"a failed done on rank 0", Int32, Sum, 30000, 16 << 10, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			size := tt.dt.Size()
+			bytes := tt.elems * size
+			want := make([]int64, tt.elems) // in host order
+			for i := range want {
+				want[i] = value(0, i)
+				for h := 1; h < n; h++ {
+					switch tt.op {
+					case Max:
+						want[i] = max(want[i], value(h, i))
+					default:
+						want[i] += value(h, i)
+					}
+				}
+			}
+			wantAt := func(b []byte, lo, hi int) error {
+				for i := lo / size; i < hi/size; i++ {
+					var got, w float64
+					switch tt.dt {
+					case Float32:
+						got, w = float64(elems[float32](b)[i]), float64(float32(want[i]))
+						if tt.op == Avg {
+							w = float64(float32(want[i]) / float32(n))
+						}
+					case Int32:
+						got, w = float64(elems[int32](b)[i]), float64(want[i])
+					case Int64:
+						got, w = float64(elems[int64](b)[i]), float64(want[i])
+					}
+					if got != w {
+						return fmt.Errorf("element %d is %v, want %v", i, got, w)
+					}
+				}
+				return nil
+			}
+			runLinked(t, n, func(ctx context.Context, rank int, b *bootstrap.TCP, h *hostLinks) error {
+				staging := make([]byte, n*bytes+1)[:n*bytes]
+				if bytes > 0 {
+					if err := h.useSource(staging); err != nil { // as reduceAcross's staging memory
+						return err
+					}
+				}
+				r := hostReduction{dt: tt.dt, op: tt.op, nHosts: n, me: rank, nRanks: n,
+					part: func(host int) []byte { return staging[host*bytes : (host+1)*bytes] }}
+				for to := range n {
+					if to != rank {
+						r.sendTo = append(r.sendTo, to)
+					}
+					r.recvFrom = append(r.recvFrom, to)
+				}
+				mine := r.part(rank)
+				for i := range tt.elems {
+					switch tt.dt {
+					case Float32:
+						elems[float32](mine)[i] = float32(value(rank, i))
+					case Int32:
+						elems[int32](mine)[i] = int32(value(rank, i))
+					case Int64:
+						elems[int64](mine)[i] = value(rank, i)
+					}
+				}
+				pieces := piecesOf(bytes, size, tt.pieceBytes)
+				if want := (bytes + tt.pieceBytes/size*size - 1) / (tt.pieceBytes / size * size); len(pieces) != want {
+					return fmt.Errorf("%d pieces, want %d", len(pieces), want)
+				}
+				var calls []string
+				failed := errors.New("done failed on purpose")
+				ready := func(j int) error {
+					calls = append(calls, fmt.Sprintf("ready %d", j))
+					return nil
+				}
+				done := func(j int, p piece) error {
+					calls = append(calls, fmt.Sprintf("done %d %v", j, p))
+					if j == tt.failOn && rank == 0 {
+						return failed
+					}
+					return wantAt(r.part(0), p.lo, p.hi)
+				}
+				err := r.run(ctx, h, pieces, ready, done)
+				if tt.failOn >= 0 && rank == 0 {
+					if !errors.Is(err, failed) {
+						return fmt.Errorf("run returned %v, want the failed done", err)
+					}
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				var want []string
+				for j, p := range pieces {
+					want = append(want, fmt.Sprintf("ready %d", j), fmt.Sprintf("done %d %v", j, p))
+				}
+				if !slices.Equal(calls, want) {
+					return fmt.Errorf("calls %v, want %v", calls, want)
+				}
+				return wantAt(r.part(0), 0, bytes)
+			})
+		})
+	}
+}
+
+// BenchmarkHostReduction: two ranks, each its own host, sum 64 MiB of float32 over the tcp links
+// (hostReduction.run, reduceAcross's host side, host memory only): in one piece (each step waits
+// for the whole message, as before exp-across-pieces) and in pieces of acrossPieceBytes.
+func BenchmarkHostReduction(b *testing.B) {
+	if !fabric.Has("tcp") {
+		b.Skip("libfabric offers no tcp provider here")
+	}
+	testutil.Override(b, config.NetProvider, "tcp")
+	const size = 64 << 20
+	for _, c := range []struct {
+		pieceBytes int
+		reduce     bool
+	}{{size, true}, {acrossPieceBytes, true}, {size, false}, {acrossPieceBytes, false}} {
+		pieceBytes := c.pieceBytes
+		name := fmt.Sprintf("pieces-of-%dMiB", pieceBytes>>20)
+		if !c.reduce {
+			name += "/exchange-only"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(size)
+			benchLinked(b, func(ctx context.Context, rank int, h *hostLinks) (func() error, error) {
+				staging := make([]byte, 2*size)
+				if err := h.useSource(staging); err != nil {
+					return nil, err
+				}
+				r := hostReduction{dt: Float32, op: Sum, nHosts: 2, me: rank, nRanks: 2, sendTo: []int{1 - rank},
+					recvFrom: []int{0, 1}, part: func(host int) []byte { return staging[host*size : (host+1)*size] }}
+				pieces := piecesOf(size, 4, pieceBytes)
+				if !c.reduce { // the pieces' moves alone
+					return func() error {
+						return h.inPieces(ctx, len(pieces), nil, func(j int) []transfer {
+							p := pieces[j]
+							return []transfer{{peer: 1 - rank, send: r.part(rank)[p.lo:p.hi], recv: r.part(1 - rank)[p.lo:p.hi]}}
+						}, nil)
+					}, nil
+				}
+				return func() error { return r.run(ctx, h, pieces, nil, func(int, piece) error { return nil }) }, nil
+			})
+		})
+	}
+}
+
+// TestInPiecesUneven: three ranks send each other messages of sizes per ordered pair (none, less
+// than a piece, several pieces) in one inPieces call over the real tcp links, each message cut
+// into pieces from its own size as spanning.p2p cuts them, so that later pieces name fewer peers;
+// every message arrives whole, and done sees the pieces in order.
+func TestInPiecesUneven(t *testing.T) {
+	requireTCP(t)
+	const n, pieceBytes = 3, 64 << 10
+	sizes := map[[2]int]int{ // per ordered pair (from, to)
+		{0, 1}: 1000, {0, 2}: 10 * pieceBytes, {1, 0}: 3*pieceBytes + 7, {1, 2}: 0, {2, 0}: pieceBytes, {2, 1}: 10*pieceBytes + 5,
+	}
+	sizeOf := func(from, to int) int { return sizes[[2]int{from, to}] }
+	runLinked(t, n, func(ctx context.Context, rank int, b *bootstrap.TCP, h *hostLinks) error {
+		sends, recvs := map[int][]byte{}, map[int][]byte{}
+		sendPieces, recvPieces := map[int][]piece{}, map[int][]piece{}
+		var peers []int
+		count := 0
+		for p := range n {
+			if p == rank {
+				continue
+			}
+			peers = append(peers, p)
+			sends[p], recvs[p] = make([]byte, sizeOf(rank, p)), make([]byte, sizeOf(p, rank))
+			for i := range sends[p] {
+				sends[p][i] = linkPattern(rank, p, 7, i)
+			}
+			sendPieces[p], recvPieces[p] = piecesOf(len(sends[p]), 1, pieceBytes), piecesOf(len(recvs[p]), 1, pieceBytes)
+			count = max(count, len(sendPieces[p]), len(recvPieces[p]))
+		}
+		var done []int
+		err := h.inPieces(ctx, count, nil, func(j int) []transfer {
+			ts := transferSet{stream: streamP2P}
+			for _, p := range peers {
+				if j < len(sendPieces[p]) {
+					ts.send(p, sends[p][sendPieces[p][j].lo:sendPieces[p][j].hi])
+				}
+				if j < len(recvPieces[p]) {
+					ts.recv(p, recvs[p][recvPieces[p][j].lo:recvPieces[p][j].hi])
+				}
+			}
+			return ts.list
+		}, func(j int) error { done = append(done, j); return nil })
+		if err != nil {
+			return err
+		}
+		if len(done) != count {
+			return fmt.Errorf("done saw pieces %v, want %d in order", done, count)
+		}
+		for i, j := range done {
+			if i != j {
+				return fmt.Errorf("done saw pieces %v, want 0 to %d in order", done, count-1)
+			}
+		}
+		for _, p := range peers {
+			for i, v := range recvs[p] {
+				if want := linkPattern(p, rank, 7, i); v != want {
+					return fmt.Errorf("from rank %d (%d bytes): byte %d is %d, want %d", p, len(recvs[p]), i, v, want)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// TestPiecesOf: the cuts of the calls across hosts, whole elements in each piece; reductions in
+// one piece.
+func TestPiecesOf(t *testing.T) {
+	tests := []struct {
+		name  string
+		got   []piece
+		wants []piece
+	}{
+		{"nothing", piecesOf(0, 4, 16), nil},
+		{"one short piece", piecesOf(12, 4, 16), []piece{{0, 12}}},
+		{"limit not a multiple of the element", piecesOf(40, 8, 20), []piece{{0, 16}, {16, 32}, {32, 40}}},
+		{"limit below the element", piecesOf(6, 2, 1), []piece{{0, 2}, {2, 4}, {4, 6}}},
+		{"a reduction of 64 MiB", reductionPieces(64<<20, 4), []piece{{0, 64 << 20}}},
+		{"a reduction of nothing", reductionPieces(0, 2), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.wants, tt.got) })
+	}
 }

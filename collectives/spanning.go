@@ -39,10 +39,14 @@ import (
 // AlltoAll move the transfers with peers of this host on the local Comm's kernel and those with
 // peers on other hosts over the links, whose streams keep a pair's bytes in order.
 //
-// This is the first, correct-before-fast version: a call waits for its stream, moves the data
-// through the host and returns when done (so it cannot be captured in a CUDA graph: the capture
-// is refused by the driver and the call fails naming it). Register is refused across hosts
-// (ErrAcrossHosts).
+// A call waits for its stream, moves the data through the host and returns when done (so it
+// cannot be captured in a CUDA graph: the capture is refused by the driver and the call fails
+// naming it). It moves its bytes in pieces (inPieces): every piece's copy out of GPU memory is
+// queued at once, each followed by an event; a piece crosses once its event is done, is reduced
+// (AllReduce, ReduceScatter) and queued back into GPU memory, so that the copy engines move
+// pieces while the network moves others. The moves (AllGather, Broadcast, SendRecv, AlltoAll)
+// go in pieces of acrossPieceBytes, the reductions in one piece (reductionPieces says why).
+// Register is refused across hosts (ErrAcrossHosts).
 
 // ErrAcrossHosts: an operation this version does not run when the ranks span hosts.
 var ErrAcrossHosts = errs.New(errs.ErrInvalidUsage, "not supported when the ranks span hosts")
@@ -67,6 +71,7 @@ type spanning struct {
 	// on demand.
 	scratch      cuda.DevicePtr
 	scratchBytes uint64
+	events       []cuda.Event // the copies out of GPU memory's, one per piece (eventsOf, copyOut)
 }
 
 // hostsOf groups ranks by host from every rank's host hash, hosts numbered in the order of their
@@ -156,7 +161,7 @@ func newSpanning(ctx context.Context, b *bootstrap.TCP, ctxCore *core.Context, d
 
 // close releases the local Comm and bootstrap.
 func (s *spanning) close() error {
-	errList := []error{s.freeStaging(), s.freeScratch()}
+	errList := []error{s.freeStaging(), s.freeScratch(), s.destroyEvents()}
 	if s.links != nil {
 		errList = append(errList, s.links.close())
 	}
@@ -321,37 +326,209 @@ func shardPeers(hosts [][]int, me, i int) (sendTo, recvFrom []int) {
 	return sendTo, recvFrom
 }
 
+// acrossPieceBytes: the calls across hosts move their bytes in pieces of at most this many, so
+// that the copies out of GPU memory of the next pieces and back into it of the ones before run
+// while a piece crosses the network.
+const acrossPieceBytes = 4 << 20
+
+// reductionPieces cuts the n bytes of a reduction across hosts (elements of size bytes) into
+// its pieces: one. In pieces of acrossPieceBytes the reductions ran 0.87-0.95x as fast at 32-128
+// MiB over tcp (2 x H200, each rank its own host, S32), level over shm: while a rank reduces a
+// piece on the CPU nothing moves on the network (the providers progress only when called), and a
+// rank of host 0 waits for a piece's sends before reducing into it (hostReduction.run), so the
+// pieces only add steps.
+func reductionPieces(n, size int) []piece { return piecesOf(n, size, n) }
+
+// piece is the bytes [lo, hi) of a part that crosses hosts in pieces.
+type piece struct{ lo, hi int }
+
+// piecesOf cuts n bytes into pieces of at most limit bytes, whole elements of size bytes each.
+func piecesOf(n, size, limit int) []piece {
+	limit = max(limit/size*size, size)
+	var ps []piece
+	for lo := 0; lo < n; lo += limit {
+		ps = append(ps, piece{lo, min(lo+limit, n)})
+	}
+	return ps
+}
+
+// inPieces moves pieces over the links in turn: ready(j) (piece j's bytes are in staging memory),
+// the move of transfers(j) (exchange without its flush: the writes of every piece are flushed
+// once, at the end), then done(j) (which queues the piece's copies back into GPU memory, after
+// reducing it). The copies out of and into GPU memory run on the copy engines while the next
+// pieces move; the host's work stays in order with the moves. (On the 2-core development VM, the
+// 64 MiB float32 sum of two ranks took 2x longer in 4 MiB pieces than in one, the moves alone as
+// long or less: BenchmarkHostReduction. There each rank's progress goroutine spins for 5 ms after
+// the last movement, on the cores the reductions need; with that spin off, the sum took 1.1x
+// longer in pieces. Not yet measured on a GPU host, whose cores are many.) A failed ready or move
+// ends the call (the peers then fail on MSCCLPP_NET_TIMEOUT, not on wrong bytes); after a failed
+// done the pieces still move, for the peers, and the call returns that error at the end. ready
+// and done may be nil.
+func (h *hostLinks) inPieces(ctx context.Context, n int, ready func(j int) error, transfers func(j int) []transfer,
+	done func(j int) error) error {
+	var used []transfer // a transfer of each (stream, peer) that moved bytes: flushed once, at the end
+	var failed error    // the first done that failed
+	for j := range n {
+		if ready != nil {
+			if err := ready(j); err != nil {
+				return err
+			}
+		}
+		ts := transfers(j)
+		if err := h.move(ctx, ts); err != nil {
+			return err
+		}
+		for _, t := range ts {
+			if (len(t.send) > 0 || len(t.recv) > 0) && !slices.ContainsFunc(used, func(u transfer) bool {
+				return u.stream == t.stream && u.peer == t.peer
+			}) {
+				used = append(used, t)
+			}
+		}
+		if done != nil && failed == nil {
+			failed = done(j)
+		}
+	}
+	return errors.Join(failed, h.flush(ctx, used))
+}
+
+// copyOut queues, on str, the copies of each of n pieces out of GPU memory into staging memory
+// (copies(j)), each piece's followed by an event, and returns what waits for piece j's event:
+// inPieces' ready.
+func (s *spanning) copyOut(str cuda.Stream, n int, copies func(j int) []hostCopy) (func(j int) error, error) {
+	events, err := s.eventsOf(n)
+	if err != nil {
+		return nil, err
+	}
+	err = s.pctx.Do(func() error {
+		for j := range n {
+			for _, c := range copies(j) {
+				if err := cuda.MemcpyAsync(c.dst, c.src, int(c.n), str); err != nil {
+					return err
+				}
+			}
+			if err := events[j].Record(str); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("copy out of GPU memory: %w", err)
+	}
+	return func(j int) error {
+		if err := s.pctx.Do(events[j].Synchronize); err != nil {
+			return fmt.Errorf("%w (across hosts, a call waits for its copies: it cannot be captured in a CUDA graph)", err)
+		}
+		return nil
+	}, nil
+}
+
+// pieceCopy is the copy of piece p of src to the same place in dst.
+func pieceCopy(dst, src cuda.DevicePtr, p piece) hostCopy {
+	return hostCopy{dst + cuda.DevicePtr(p.lo), src + cuda.DevicePtr(p.lo), uint64(p.hi - p.lo)}
+}
+
+// copyIn queues copies from staging memory back to device memory on str (inPieces' done).
+func (s *spanning) copyIn(str cuda.Stream, copies ...hostCopy) error {
+	return s.pctx.Do(func() error {
+		for _, c := range copies {
+			if err := cuda.MemcpyAsync(c.dst, c.src, int(c.n), str); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // reduceAcross reduces n elements of this host's result at src (on stream str) across hosts: it
 // sends them to the ranks sendTo, takes host h's from rank recvFrom[h] (this rank for its own
 // host), reduces the hosts' in host order (avg: then divides by the rank count), writes the
-// result to dst and waits for the stream.
+// result to dst and waits for the stream. It goes in pieces (hostReduction.run): each piece is
+// copied into staging memory as soon as the stream gets there, crosses, is reduced and queued
+// back to dst.
 func (s *spanning) reduceAcross(src, dst cuda.DevicePtr, n int, dt DataType, op Op, sendTo, recvFrom []int, str cuda.Stream) error {
-	bytes := uint64(n) * uint64(dt.Size())
-	st, err := s.stage(bytes * uint64(len(s.hosts)))
+	bytes := n * dt.Size()
+	st, err := s.stage(uint64(bytes) * uint64(len(s.hosts)))
 	if err != nil {
 		return err
 	}
 	me := s.hostOf[s.rank]
-	if err := s.copyAndWait(hostPtr(st, uint64(me)*bytes), src, bytes, str); err != nil {
+	r := hostReduction{dt: dt, op: op, nHosts: len(s.hosts), me: me, nRanks: s.nRanks, sendTo: sendTo, recvFrom: recvFrom,
+		part: func(h int) []byte { return st.b[h*bytes : (h+1)*bytes] }}
+	pieces := reductionPieces(bytes, dt.Size())
+	ready, err := s.copyOut(str, len(pieces), func(j int) []hostCopy {
+		return []hostCopy{pieceCopy(hostPtr(st, uint64(me*bytes)), src, pieces[j])}
+	})
+	if err != nil {
 		return err
 	}
-	part := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
-	var ts transferSet
-	for _, r := range sendTo {
-		ts.send(r, part(me))
+	done := func(_ int, p piece) error {
+		return s.copyIn(str, pieceCopy(dst, hostPtr(st, 0), p))
 	}
-	for h, r := range recvFrom {
-		if h != me {
-			ts.recv(r, part(h))
+	return errors.Join(r.run(context.Background(), s.links, pieces, ready, done), s.copiesAndWait(nil, str))
+}
+
+// hostReduction is the host side of reduceAcross: every host's part of the result in staging
+// memory (part(h); this host's own in part(me)), exchanged over the links and reduced into
+// part(0) in host order.
+type hostReduction struct {
+	dt       DataType
+	op       Op
+	nHosts   int
+	me       int // this rank's host
+	nRanks   int // avg divides by it
+	part     func(h int) []byte
+	sendTo   []int // the ranks this host's part goes to
+	recvFrom []int // the rank host h's part comes from (this rank for host me)
+}
+
+// run moves the pieces over the links (inPieces, with ready): piece j of part(me) goes to
+// sendTo, host h's comes from recvFrom[h]; once a piece has moved, the hosts' bytes of it are
+// reduced into part(0) in host order and done(j, p) takes them.
+func (r hostReduction) run(ctx context.Context, links *hostLinks, pieces []piece, ready func(j int) error,
+	done func(j int, p piece) error) error {
+	transfers := func(j int) []transfer {
+		p := pieces[j]
+		var ts transferSet
+		for _, to := range r.sendTo {
+			ts.send(to, r.part(r.me)[p.lo:p.hi])
 		}
+		for h, from := range r.recvFrom {
+			if h != r.me {
+				ts.recv(from, r.part(h)[p.lo:p.hi])
+			}
+		}
+		return ts.list
 	}
-	if err := s.links.exchange(context.Background(), ts.list); err != nil {
-		return err
+	reduce := func(j int) error {
+		p := pieces[j]
+		if r.me == 0 && len(r.sendTo) > 0 {
+			// part(0), which the reduction overwrites, is this host's own part, whose piece j
+			// the links may still be reading (shm reads a write's source when the peer takes
+			// it): its writes must complete first.
+			if err := links.flush(ctx, transfers(j)); err != nil {
+				return err
+			}
+		}
+		if err := reduceHosts(r.dt, r.op, r.nHosts, func(h int) []byte { return r.part(h)[p.lo:p.hi] }, r.nRanks); err != nil {
+			return err
+		}
+		return done(j, p)
 	}
-	if err := reduceHosts(dt, op, len(s.hosts), part, s.nRanks); err != nil {
-		return err
+	return links.inPieces(ctx, len(pieces), ready, transfers, reduce)
+}
+
+// eventsOf returns n of the Comm's events (made on demand, destroyed by close).
+func (s *spanning) eventsOf(n int) ([]cuda.Event, error) {
+	for len(s.events) < n {
+		var e cuda.Event
+		if err := s.pctx.Do(func() (err error) { e, err = cuda.NewEvent(); return err }); err != nil {
+			return nil, fmt.Errorf("an event for the copies across hosts: %w", err)
+		}
+		s.events = append(s.events, e)
 	}
-	return s.copyAndWait(dst, hostPtr(st, 0), bytes, str)
+	return s.events[:n], nil
 }
 
 // scratchOf returns the Comm's device scratch of at least n bytes, growing it.
@@ -382,6 +559,22 @@ func (s *spanning) freeScratch() error {
 	p := s.scratch
 	s.scratch, s.scratchBytes = 0, 0
 	return s.pctx.Do(func() error { return cuda.MemFree(p) })
+}
+
+// destroyEvents destroys the events of eventsOf.
+func (s *spanning) destroyEvents() error {
+	events := s.events
+	s.events = nil
+	if len(events) == 0 {
+		return nil
+	}
+	return s.pctx.Do(func() error {
+		var errList []error
+		for _, e := range events {
+			errList = append(errList, e.Destroy())
+		}
+		return errors.Join(errList...)
+	})
 }
 
 // reduceScatter runs ReduceScatter across hosts. On hosts of equal size m it is hierarchical:
@@ -425,19 +618,45 @@ func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt Da
 	}
 	out := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
 	in := func(h int) []byte { return st.b[groupBytes+uint64(h)*bytes : groupBytes+uint64(h+1)*bytes] }
-	if err := s.copiesAndWait([]hostCopy{
-		{hostPtr(st, 0), reduced, groupBytes},
-		{hostPtr(st, groupBytes+uint64(me)*bytes), reduced + cuda.DevicePtr(uint64(me)*bytes), bytes},
-	}, str); err != nil {
+	// In pieces of the block (reductionPieces): out of GPU memory the piece of every block of the
+	// group and of this host's own, swapped with local index i of every other host, reduced and
+	// copied back.
+	pieces := reductionPieces(int(bytes), dt.Size())
+	ready, err := s.copyOut(str, len(pieces), func(j int) []hostCopy {
+		copies := make([]hostCopy, 0, nHosts+1)
+		for h := range nHosts {
+			block := uint64(h) * bytes
+			copies = append(copies, pieceCopy(hostPtr(st, block), reduced+cuda.DevicePtr(block), pieces[j]))
+		}
+		own := uint64(me) * bytes
+		return append(copies, pieceCopy(hostPtr(st, groupBytes+own), reduced+cuda.DevicePtr(own), pieces[j]))
+	})
+	if err != nil {
 		return err
 	}
-	if err := s.swapByIndex(i, out, in); err != nil {
-		return err
+	transfers := func(j int) []transfer { return s.swapByIndex(i, pieces[j], out, in) }
+	done := func(j int) error {
+		p := pieces[j]
+		if err := reduceHosts(dt, op, nHosts, func(h int) []byte { return in(h)[p.lo:p.hi] }, s.nRanks); err != nil {
+			return err
+		}
+		return s.copyIn(str, pieceCopy(recv, hostPtr(st, groupBytes), p))
 	}
-	if err := reduceHosts(dt, op, nHosts, in, s.nRanks); err != nil {
-		return err
+	return errors.Join(s.links.inPieces(context.Background(), len(pieces), ready, transfers, done), s.copiesAndWait(nil, str))
+}
+
+// swapByIndex is the transfers of piece p that send out(h) to the rank of local index i on every
+// other host h and receive in(h) from it.
+func (s *spanning) swapByIndex(i int, p piece, out, in func(h int) []byte) []transfer {
+	me := s.hostOf[s.rank]
+	var ts transferSet
+	for h, ranks := range s.hosts {
+		if h != me {
+			ts.send(ranks[i], out(h)[p.lo:p.hi])
+			ts.recv(ranks[i], in(h)[p.lo:p.hi])
+		}
 	}
-	return s.copyAndWait(recv, hostPtr(st, groupBytes), bytes, str)
+	return ts.list
 }
 
 // byLocalIndex lists the ranks of hosts of equal size by local index, then host: position
@@ -452,20 +671,6 @@ func byLocalIndex(hosts [][]int) []int {
 		}
 	}
 	return order
-}
-
-// swapByIndex sends out(h) to the rank of local index i on every other host h and receives
-// that rank's bytes into in(h), over the links.
-func (s *spanning) swapByIndex(i int, out, in func(h int) []byte) error {
-	me := s.hostOf[s.rank]
-	var ts transferSet
-	for h, ranks := range s.hosts {
-		if h != me {
-			ts.send(ranks[i], out(h))
-			ts.recv(ranks[i], in(h))
-		}
-	}
-	return s.links.exchange(context.Background(), ts.list)
 }
 
 // reduceScatterFlat runs ReduceScatter across hosts of different sizes: an AllReduce of the whole
@@ -505,20 +710,34 @@ func (s *spanning) allGather(send, recv cuda.DevicePtr, sendCount int, dt DataTy
 	if err != nil {
 		return err
 	}
-	if err := s.copyAndWait(hostPtr(st, uint64(me)*bytes), send, bytes, str); err != nil {
-		return err
-	}
-	part := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
-	if err := s.swapByIndex(i, func(int) []byte { return part(me) }, part); err != nil {
-		return err
-	}
 	// scratch holds, per local index j, the parts of local index j of every host, in host order.
 	scratch, err := s.scratchOf(bytes * nHosts * uint64(m))
 	if err != nil {
 		return err
 	}
 	mine := scratch + cuda.DevicePtr(uint64(i)*nHosts*bytes)
-	if err := s.copiesAndWait([]hostCopy{{mine, hostPtr(st, 0), bytes * nHosts}}, str); err != nil {
+	part := func(h int) []byte { return st.b[uint64(h)*bytes : uint64(h+1)*bytes] }
+	// In pieces: this rank's part out of GPU memory, swapped with local index i of every other
+	// host, every host's piece back into scratch.
+	pieces := piecesOf(int(bytes), dt.Size(), acrossPieceBytes)
+	ready, err := s.copyOut(str, len(pieces), func(j int) []hostCopy {
+		return []hostCopy{pieceCopy(hostPtr(st, uint64(me)*bytes), send, pieces[j])}
+	})
+	if err != nil {
+		return err
+	}
+	transfers := func(j int) []transfer {
+		return s.swapByIndex(i, pieces[j], func(int) []byte { return part(me) }, part)
+	}
+	done := func(j int) error {
+		p, copies := pieces[j], make([]hostCopy, nHosts)
+		for h := range copies {
+			off := uint64(h)*bytes + uint64(p.lo)
+			copies[h] = hostCopy{mine + cuda.DevicePtr(off), hostPtr(st, off), uint64(p.hi - p.lo)}
+		}
+		return s.copyIn(str, copies...)
+	}
+	if err := s.links.inPieces(context.Background(), len(pieces), ready, transfers, done); err != nil {
 		return err
 	}
 	if err := s.local.AllGather(mine, scratch, sendCount*len(s.hosts), dt, str); err != nil {
@@ -538,21 +757,34 @@ func (s *spanning) allGatherFlat(send, recv cuda.DevicePtr, sendCount int, dt Da
 	if err != nil {
 		return err
 	}
-	if err := s.copyAndWait(hostPtr(st, uint64(s.rank)*bytes), send, bytes, str); err != nil {
-		return err
-	}
 	part := func(r int) []byte { return st.b[uint64(r)*bytes : uint64(r+1)*bytes] }
-	var ts transferSet
-	for r := range s.nRanks {
-		if r != s.rank {
-			ts.send(r, part(s.rank))
-			ts.recv(r, part(r))
-		}
-	}
-	if err := s.links.exchange(context.Background(), ts.list); err != nil {
+	pieces := piecesOf(int(bytes), dt.Size(), acrossPieceBytes)
+	ready, err := s.copyOut(str, len(pieces), func(j int) []hostCopy {
+		return []hostCopy{pieceCopy(hostPtr(st, uint64(s.rank)*bytes), send, pieces[j])}
+	})
+	if err != nil {
 		return err
 	}
-	return s.copyAndWait(recv, hostPtr(st, 0), bytes*uint64(s.nRanks), str)
+	transfers := func(j int) []transfer {
+		p := pieces[j]
+		var ts transferSet
+		for r := range s.nRanks {
+			if r != s.rank {
+				ts.send(r, part(s.rank)[p.lo:p.hi])
+				ts.recv(r, part(r)[p.lo:p.hi])
+			}
+		}
+		return ts.list
+	}
+	done := func(j int) error {
+		p, copies := pieces[j], make([]hostCopy, s.nRanks)
+		for r := range copies {
+			off := uint64(r)*bytes + uint64(p.lo)
+			copies[r] = hostCopy{recv + cuda.DevicePtr(off), hostPtr(st, off), uint64(p.hi - p.lo)}
+		}
+		return s.copyIn(str, copies...)
+	}
+	return errors.Join(s.links.inPieces(context.Background(), len(pieces), ready, transfers, done), s.copiesAndWait(nil, str))
 }
 
 // broadcast runs Broadcast across hosts: the root sends its bytes to one rank of every other
@@ -571,16 +803,24 @@ func (s *spanning) broadcast(send, recv cuda.DevicePtr, count int, dt DataType, 
 		if err != nil {
 			return err
 		}
-		if err := s.copyAndWait(hostPtr(st, 0), send, bytes, str); err != nil {
+		pieces := piecesOf(int(bytes), dt.Size(), acrossPieceBytes)
+		ready, err := s.copyOut(str, len(pieces), func(j int) []hostCopy {
+			return []hostCopy{pieceCopy(hostPtr(st, 0), send, pieces[j])}
+		})
+		if err != nil {
 			return err
 		}
-		var ts transferSet
-		for h, ranks := range s.hosts {
-			if h != me {
-				ts.send(ranks[relayIndex(h)], st.b)
+		transfers := func(j int) []transfer {
+			p := pieces[j]
+			var ts transferSet
+			for h, ranks := range s.hosts {
+				if h != me {
+					ts.send(ranks[relayIndex(h)], st.b[p.lo:p.hi])
+				}
 			}
+			return ts.list
 		}
-		if err := s.links.exchange(context.Background(), ts.list); err != nil {
+		if err := s.links.inPieces(context.Background(), len(pieces), ready, transfers, nil); err != nil {
 			return err
 		}
 		src = send
@@ -589,10 +829,15 @@ func (s *spanning) broadcast(send, recv cuda.DevicePtr, count int, dt DataType, 
 		if err != nil {
 			return err
 		}
-		if err := s.links.exchange(context.Background(), []transfer{{peer: root, recv: st.b}}); err != nil {
-			return err
+		pieces := piecesOf(int(bytes), dt.Size(), acrossPieceBytes)
+		transfers := func(j int) []transfer {
+			return []transfer{{peer: root, recv: st.b[pieces[j].lo:pieces[j].hi]}}
 		}
-		if err := s.copyAndWait(recv, hostPtr(st, 0), bytes, str); err != nil {
+		done := func(j int) error {
+			p := pieces[j]
+			return s.copyIn(str, pieceCopy(recv, hostPtr(st, 0), p))
+		}
+		if err := s.links.inPieces(context.Background(), len(pieces), nil, transfers, done); err != nil {
 			return err
 		}
 	}
@@ -640,28 +885,54 @@ func (s *spanning) p2p(peers map[int]*p2pPeer, order []int, str cuda.Stream) err
 	if err != nil {
 		return err
 	}
-	// The staging buffer holds, per remote peer in order, its send then its receive.
+	// The staging buffer holds, per remote peer in order, its send then its receive. Each goes
+	// in pieces (inPieces), cut from its own byte count, so both sides of a pair cut alike.
 	sendAt, recvAt := make(map[int]uint64, len(remote)), make(map[int]uint64, len(remote))
+	sendPieces, recvPieces := make(map[int][]piece, len(remote)), make(map[int][]piece, len(remote))
 	var off uint64
-	var in, out []hostCopy
+	n := 0
 	for _, r := range remote {
 		p := peers[r]
 		sendAt[r], recvAt[r] = off, off+p.sendBytes
-		in = append(in, hostCopy{hostPtr(st, off), p.send, p.sendBytes})
-		out = append(out, hostCopy{p.recv, hostPtr(st, recvAt[r]), p.recvBytes})
 		off += p.sendBytes + p.recvBytes
+		sendPieces[r] = piecesOf(int(p.sendBytes), 1, acrossPieceBytes)
+		recvPieces[r] = piecesOf(int(p.recvBytes), 1, acrossPieceBytes)
+		n = max(n, len(sendPieces[r]), len(recvPieces[r]))
 	}
-	if err := s.copiesAndWait(in, str); err != nil {
+	ready, err := s.copyOut(str, n, func(j int) []hostCopy {
+		var copies []hostCopy
+		for _, r := range remote {
+			if j < len(sendPieces[r]) {
+				copies = append(copies, pieceCopy(hostPtr(st, sendAt[r]), peers[r].send, sendPieces[r][j]))
+			}
+		}
+		return copies
+	})
+	if err != nil {
 		return err
 	}
-	ts := transferSet{stream: streamP2P}
-	for _, r := range remote {
-		p := peers[r]
-		ts.send(r, st.b[sendAt[r]:sendAt[r]+p.sendBytes])
-		ts.recv(r, st.b[recvAt[r]:recvAt[r]+p.recvBytes])
+	transfers := func(j int) []transfer {
+		ts := transferSet{stream: streamP2P}
+		for _, r := range remote {
+			if j < len(sendPieces[r]) {
+				p := sendPieces[r][j]
+				ts.send(r, st.b[sendAt[r]+uint64(p.lo):sendAt[r]+uint64(p.hi)])
+			}
+			if j < len(recvPieces[r]) {
+				p := recvPieces[r][j]
+				ts.recv(r, st.b[recvAt[r]+uint64(p.lo):recvAt[r]+uint64(p.hi)])
+			}
+		}
+		return ts.list
 	}
-	if err := s.links.exchange(context.Background(), ts.list); err != nil {
-		return err
+	done := func(j int) error {
+		var copies []hostCopy
+		for _, r := range remote {
+			if j < len(recvPieces[r]) {
+				copies = append(copies, pieceCopy(peers[r].recv, hostPtr(st, recvAt[r]), recvPieces[r][j]))
+			}
+		}
+		return s.copyIn(str, copies...)
 	}
-	return s.copiesAndWait(out, str)
+	return errors.Join(s.links.inPieces(context.Background(), n, ready, transfers, done), s.copiesAndWait(nil, str))
 }
