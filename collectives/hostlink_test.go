@@ -1,10 +1,16 @@
 package collectives
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,13 +58,116 @@ func requireProvider(t *testing.T, name string) {
 var linkProviders = []string{"tcp", "shm"}
 
 // runLinked runs f on n in-process ranks, each linked with the others (joinHostLinks; the links
-// closed after f), and fails the test for every rank whose f failed.
+// closed after f), and fails the test for every rank whose f failed. In a process that runs as one
+// rank of runLinkedProcesses it runs f on that rank only, over the process's links.
 func runLinked(t *testing.T, n int, f func(ctx context.Context, rank int, b *bootstrap.TCP, h *hostLinks) error) {
 	t.Helper()
+	if rank, size, ok := processRank(); ok {
+		require.Equal(t, size, n, "ranks of the processes")
+		b, h := linkProcess(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		assert.NoError(t, f(ctx, rank, b, h), "rank %d", rank)
+		return
+	}
 	runLinkedOwned(t, n, func(ctx context.Context, rank int, b *bootstrap.TCP, h *hostLinks) error {
 		defer h.close()
 		return f(ctx, rank, b, h)
 	})
+}
+
+// Ranks as processes: runLinkedProcesses runs tests again in processes of this test binary, one
+// rank each, told by these variables, as ranks of real jobs are (libfabric's shm provider shares
+// the memory of endpoints of one process, and crashed, in 1.17, when one of them closed while
+// another still moved bytes with it).
+const (
+	linkRankVar   = "MSCCLPP_TEST_LINK_RANK"
+	linkNRanksVar = "MSCCLPP_TEST_LINK_NRANKS"
+	linkRootVar   = "MSCCLPP_TEST_LINK_ROOT"
+)
+
+// processRank reports this process's rank and the rank count when it runs as one rank of
+// runLinkedProcesses.
+func processRank() (rank, n int, ok bool) {
+	rank, errRank := strconv.Atoi(os.Getenv(linkRankVar))
+	n, errN := strconv.Atoi(os.Getenv(linkNRanksVar))
+	return rank, n, errRank == nil && errN == nil
+}
+
+// runLinkedProcesses runs the tests that pattern matches (-test.run) in n processes of this test
+// binary, one rank each, and fails t for every process that fails or runs past two minutes.
+func runLinkedProcesses(t *testing.T, n int, pattern string) {
+	t.Helper()
+	root, err := bootstrap.NewRoot(bootstrap.Options{Timeout: time.Minute})
+	require.NoError(t, err)
+	defer root.Close()
+	id := root.ID()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmds, outs := make([]*exec.Cmd, n), make([]bytes.Buffer, n)
+	for r := range n {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+pattern, "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), linkRankVar+"="+strconv.Itoa(r), linkNRanksVar+"="+strconv.Itoa(n),
+			linkRootVar+"="+hex.EncodeToString(id[:]))
+		cmd.Stdout, cmd.Stderr = &outs[r], &outs[r]
+		require.NoError(t, cmd.Start())
+		cmds[r] = cmd
+	}
+	for r, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("rank %d's process: %v; its output:\n%s", r, err, outs[r].String())
+		} else if !bytes.Contains(outs[r].Bytes(), []byte("--- PASS")) {
+			t.Errorf("rank %d's process ran no test matching %q; its output:\n%s", r, pattern, outs[r].String())
+		}
+	}
+}
+
+// linkedProcess is the rank of this process of runLinkedProcesses: joined and linked with the
+// others on first use, closed by closeLinkProcess.
+var linkedProcess struct {
+	once sync.Once
+	b    *bootstrap.TCP
+	h    *hostLinks
+	err  error
+}
+
+// linkProcess returns this process's bootstrap and links (runLinkedProcesses), joining and
+// linking on first use.
+func linkProcess(t *testing.T) (*bootstrap.TCP, *hostLinks) {
+	t.Helper()
+	lp := &linkedProcess
+	lp.once.Do(func() {
+		rank, n, _ := processRank()
+		var id bootstrap.UniqueID
+		raw, err := hex.DecodeString(os.Getenv(linkRootVar))
+		if err != nil || len(raw) != len(id) {
+			lp.err = fmt.Errorf("%s: %q is no bootstrap id", linkRootVar, os.Getenv(linkRootVar))
+			return
+		}
+		copy(id[:], raw)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if lp.b, lp.err = bootstrap.Join(ctx, id, rank, n, bootstrap.Options{}); lp.err == nil {
+			lp.h, lp.err = joinHostLinks(ctx, lp.b)
+		}
+	})
+	require.NoError(t, lp.err)
+	return lp.b, lp.h
+}
+
+// closeLinkProcess closes this process's links and bootstrap, if made, once every rank is done.
+func closeLinkProcess(t *testing.T) {
+	lp := &linkedProcess
+	if lp.b == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	assert.NoError(t, lp.b.Barrier(ctx))
+	if lp.h != nil {
+		assert.NoError(t, lp.h.close())
+	}
+	assert.NoError(t, lp.b.Close())
 }
 
 // runLinkedOwned is runLinked for an f that closes the links itself (when, is what it tests).
@@ -462,16 +571,23 @@ func TestHostLinksPeerGone(t *testing.T) {
 	})
 }
 
-// TestHostReductionRun: three ranks, each its own host, reduce their parts over the real tcp and
-// shm links in pieces (hostReduction.run, reduceAcross's host side): every rank ends with the hosts'
-// parts reduced in host order; ready and done see every piece once, in turn (ready(j), then
-// done(j) with piece j reduced); and a done that fails on one rank is returned there while the
-// pieces go on moving, so the other ranks finish.
+// TestHostReductionRun: three ranks, each its own host, reduce their parts in pieces over the
+// real links (hostReduction.run, reduceAcross's host side): tcp with the ranks in this process, shm
+// with each rank a process of its own (runLinkedProcesses) over one set of links for every case.
+// Every rank ends with the hosts' parts reduced in host order; ready and done see every piece
+// once, in turn (ready(j), then done(j) with piece j reduced); and a done that fails on one rank
+// is returned there while the pieces go on moving, so the other ranks finish.
 func TestHostReductionRun(t *testing.T) {
 	t.Run("tcp", func(t *testing.T) { testHostReductionRun(t, "tcp", 3) })
-	// Two ranks on shm: with more ranks of one process, libfabric 1.17's shm crashed when the
-	// endpoints of one test were opened after another's closed.
-	t.Run("shm", func(t *testing.T) { testHostReductionRun(t, "shm", 2) })
+	t.Run("shm", func(t *testing.T) {
+		if _, _, ok := processRank(); !ok {
+			requireProvider(t, "shm")
+			runLinkedProcesses(t, 3, "^TestHostReductionRun$/^shm$")
+			return
+		}
+		defer closeLinkProcess(t)
+		testHostReductionRun(t, "shm", 3)
+	})
 }
 
 func testHostReductionRun(t *testing.T, provider string, n int) {
