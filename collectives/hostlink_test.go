@@ -52,10 +52,12 @@ func requireProvider(t *testing.T, name string) {
 	testutil.Override(t, config.NetProvider, name)
 }
 
-// linkProviders are the providers the links' tests run on where libfabric offers them: tcp,
-// which copies a write's source when posted, and shm, which may read it later (a source must stay
-// unchanged until its write completes).
-var linkProviders = []string{"tcp", "shm"}
+// inProcessProviders are the providers the links' tests run on with the ranks in this process,
+// where libfabric offers them: tcp (a write's source copied when posted; signals as remote CQ
+// data) and udp (libfabric's rxd, reliable datagrams: no remote CQ data, so a signal is a write
+// of its own after the data). shm (a write's source read when the peer takes it) runs with each
+// rank a process of its own (runLinkedProcesses).
+var inProcessProviders = []string{"tcp", "udp"}
 
 // runLinked runs f on n in-process ranks, each linked with the others (joinHostLinks; the links
 // closed after f), and fails the test for every rank whose f failed. In a process that runs as one
@@ -197,11 +199,18 @@ func waitUntil(ctx context.Context, what string, cond func() bool) error {
 	return nil
 }
 
-// TestHostLinksExchange: 4 ranks exchange messages with every other rank, all at once, sizes from
-// 0 bytes to several times the slots (so that sends wait for the peer to take chunks while it is
-// itself sending), one call after another (the chunk counts carry over), every byte checked.
+// TestHostLinksExchange: 4 ranks (over tcp, then udp) exchange messages with every other rank,
+// all at once, sizes from 0 bytes to several times the slots (so that sends wait for the peer to
+// take chunks while it is itself sending), one call after another (the chunk counts carry over),
+// every byte checked.
 func TestHostLinksExchange(t *testing.T) {
-	requireTCP(t)
+	for _, provider := range inProcessProviders {
+		t.Run(provider, func(t *testing.T) { testHostLinksExchange(t, provider) })
+	}
+}
+
+func testHostLinksExchange(t *testing.T, provider string) {
+	requireProvider(t, provider)
 	sizes := []int{0, 1, 8, linkChunkBytes - 1, linkChunkBytes, linkSlots*linkChunkBytes + 3, 3*linkSlots*linkChunkBytes + 4097}
 	const n = 4
 	runLinked(t, n, func(ctx context.Context, rank int, b *bootstrap.TCP, h *hostLinks) error {
@@ -572,13 +581,16 @@ func TestHostLinksPeerGone(t *testing.T) {
 }
 
 // TestHostReductionRun: three ranks, each its own host, reduce their parts in pieces over the
-// real links (hostReduction.run, reduceAcross's host side): tcp with the ranks in this process, shm
-// with each rank a process of its own (runLinkedProcesses) over one set of links for every case.
+// real links (hostReduction.run, reduceAcross's host side): tcp and udp with the ranks in this
+// process, shm with each rank a process of its own (runLinkedProcesses) over one set of links for
+// every case.
 // Every rank ends with the hosts' parts reduced in host order; ready and done see every piece
 // once, in turn (ready(j), then done(j) with piece j reduced); and a done that fails on one rank
 // is returned there while the pieces go on moving, so the other ranks finish.
 func TestHostReductionRun(t *testing.T) {
-	t.Run("tcp", func(t *testing.T) { testHostReductionRun(t, "tcp", 3) })
+	for _, provider := range inProcessProviders {
+		t.Run(provider, func(t *testing.T) { testHostReductionRun(t, provider, 3) })
+	}
 	t.Run("shm", func(t *testing.T) {
 		if _, _, ok := processRank(); !ok {
 			requireProvider(t, "shm")

@@ -39,7 +39,7 @@ func TestFabricHostMemory(t *testing.T) {
 			h := connectHostMemory(t, tc.transport, maxBytes, maxBytes+8)
 			sender, rEP, conn, src, dst, srcMem, dstThere := h.sender, h.rEP, h.conn, h.src, h.dst, h.srcMem, h.dstThere
 			signal := (*uint64)(unsafe.Pointer(&dst[maxBytes]))
-			if tc.transport == TransportIB {
+			if tc.provider == "tcp" { // a tcp listener to knock on
 				stranger(t, rEP)
 			}
 
@@ -86,7 +86,9 @@ func TestFabricHostMemory(t *testing.T) {
 	}
 }
 
-// hostProviders are the libfabric transports the CPU tests run on, with their providers.
+// hostProviders are the libfabric transports the CPU tests run on, with their providers: tcp and
+// udp (libfabric's rxd, reliable datagrams, as efa's RDM is; without remote CQ data, so signals
+// are writes of their own) for the network, shm for shared memory.
 var hostProviders = []struct {
 	name      string
 	transport Transport
@@ -94,6 +96,7 @@ var hostProviders = []struct {
 }{
 	{"network over tcp", TransportIB, "tcp"},
 	{"shared memory", TransportSHM, "shm"},
+	{"network over udp", TransportIB, "udp"},
 }
 
 // useProvider skips t where libfabric offers no such provider, and makes the network transport
