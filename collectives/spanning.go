@@ -444,9 +444,9 @@ func (s *spanning) copyIn(str cuda.Stream, copies ...hostCopy) error {
 // reduceAcross reduces n elements of this host's result at src (on stream str) across hosts: it
 // sends them to the ranks sendTo, takes host h's from rank recvFrom[h] (this rank for its own
 // host), reduces the hosts' in host order (avg: then divides by the rank count), writes the
-// result to dst and waits for the stream. It goes in pieces (hostReduction.run): each piece is
-// copied into staging memory as soon as the stream gets there, crosses, is reduced and queued
-// back to dst.
+// result to dst and waits for the stream. It goes in the pieces of reductionPieces
+// (hostReduction.run): each piece is copied into staging memory as soon as the stream gets there,
+// crosses, is reduced and queued back to dst.
 func (s *spanning) reduceAcross(src, dst cuda.DevicePtr, n int, dt DataType, op Op, sendTo, recvFrom []int, str cuda.Stream) error {
 	bytes := n * dt.Size()
 	st, err := s.stage(uint64(bytes) * uint64(len(s.hosts)))
