@@ -53,10 +53,9 @@ func requireProvider(t *testing.T, name string) {
 }
 
 // inProcessProviders are the providers the links' tests run on with the ranks in this process,
-// where libfabric offers them: tcp (a write's source copied when posted; signals as remote CQ
-// data) and udp (libfabric's rxd, reliable datagrams: no remote CQ data, so a signal is a write
-// of its own after the data). shm (a write's source read when the peer takes it) runs with each
-// rank a process of its own (runLinkedProcesses).
+// where libfabric offers them: tcp (a write's source copied when posted) and udp (libfabric's rxd:
+// its own reliable protocol over datagrams, as efa's RDM is). shm (a write's source read when the
+// peer takes it) runs with each rank a process of its own (runLinkedProcesses).
 var inProcessProviders = []string{"tcp", "udp"}
 
 // runLinked runs f on n in-process ranks, each linked with the others (joinHostLinks; the links

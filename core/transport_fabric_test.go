@@ -87,8 +87,8 @@ func TestFabricHostMemory(t *testing.T) {
 }
 
 // hostProviders are the libfabric transports the CPU tests run on, with their providers: tcp and
-// udp (libfabric's rxd, reliable datagrams, as efa's RDM is; without remote CQ data, so signals
-// are writes of their own) for the network, shm for shared memory.
+// udp (libfabric's rxd: its own reliable protocol over datagrams, as efa's RDM is) for the
+// network, shm for shared memory.
 var hostProviders = []struct {
 	name      string
 	transport Transport
