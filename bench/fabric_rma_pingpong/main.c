@@ -47,7 +47,7 @@ struct card {
 static void open_side(struct side *s, const char *prov, const char *domain, size_t max)
 {
 	const char *where = "";
-	int r = mscclpp_fab_open(prov, domain, &s->e, &where);
+	int r = mscclpp_fab_open(prov, domain, 0, &s->e, &where);
 	if (r != 0)
 		fail(where, r);
 	if (!mscclpp_fab_remote_data(s->e)) {

@@ -163,6 +163,7 @@ type Endpoint struct {
 
 	remoteData bool              // the provider carries 8 bytes of remote CQ data
 	hmem       bool              // the provider offers the endpoint with FI_HMEM (HMEM)
+	devMemory  bool              // opened with FI_HMEM: GPU memory registers (OpenDeviceMemory)
 	onData     func(data uint64) // handles the peers' remote CQ data (SetDataHandler; e.mu)
 	dropped    uint64            // remote CQ data that came before a handler was set (e.mu)
 }
@@ -186,7 +187,16 @@ func resolve(name string) string {
 // Open opens an RDM endpoint of the given provider ("" for libfabric's first choice; a core
 // provider's name, such as "tcp", also means a layered provider over it, such as
 // "tcp;ofi_rxm") on the given domain ("" for the provider's choice).
-func Open(provider, domain string) (*Endpoint, error) {
+func Open(provider, domain string) (*Endpoint, error) { return open(provider, domain, 0) }
+
+// OpenDeviceMemory is Open for an endpoint that also registers GPU memory with the provider
+// (FI_HMEM, FI_MR_HMEM: RegisterCUDA), where the provider offers that (HMEM); ErrUnavailable
+// where it does not.
+func OpenDeviceMemory(provider, domain string) (*Endpoint, error) {
+	return open(provider, domain, C.MSCCLPP_FAB_OPEN_HMEM)
+}
+
+func open(provider, domain string, flags C.int) (*Endpoint, error) {
 	if err := load(); err != nil {
 		return nil, err
 	}
@@ -202,11 +212,15 @@ func Open(provider, domain string) (*Endpoint, error) {
 	}
 	var c *C.struct_mscclpp_fab_ep
 	var where *C.char
-	if r := C.mscclpp_fab_open(cprov, cdom, &c, &where); r != 0 {
+	if r := C.mscclpp_fab_open(cprov, cdom, flags, &c, &where); r != 0 {
 		err := fabricError(C.GoString(where), r)
 		if r == -C.int(C.FI_ENODATA) {
 			avail, _ := Providers()
-			err = fmt.Errorf("%w: provider %q (domain %q) offers no RDM endpoint with ordered RMA writes; available: %v", ErrUnavailable, provider, domain, avail)
+			what := "ordered RMA writes"
+			if flags&C.MSCCLPP_FAB_OPEN_HMEM != 0 {
+				what += " and device memory (FI_HMEM)"
+			}
+			err = fmt.Errorf("%w: provider %q (domain %q) offers no RDM endpoint with %s; available: %v", ErrUnavailable, provider, domain, what, avail)
 			if domains, derr := Domains(provider); domain != "" && derr == nil && len(domains) > 0 && !slices.Contains(domains, domain) {
 				err = fmt.Errorf("%w: provider %q has no domain %q; its domains: %v", ErrUnavailable, provider, domain, domains)
 			}
@@ -222,6 +236,7 @@ func Open(provider, domain string) (*Endpoint, error) {
 		polled:     new(pollBuffers),
 		remoteData: C.mscclpp_fab_remote_data(c) != 0,
 		hmem:       C.mscclpp_fab_hmem(c) > 0,
+		devMemory:  flags&C.MSCCLPP_FAB_OPEN_HMEM != 0,
 	}
 	if e.maxMsg == 0 {
 		e.maxMsg = 1 << 30
@@ -251,9 +266,13 @@ func (e *Endpoint) Provider() string { return e.provider }
 func (e *Endpoint) Domain() string { return e.domain }
 
 // HMEM reports whether the provider offers this endpoint with FI_HMEM: device memory (a GPU's)
-// registered with it directly. Register takes host memory only: the transport stages GPU memory
-// through host buffers either way, and says which it could do when it opens.
+// registered with it directly (OpenDeviceMemory, then RegisterCUDA). Register takes host memory
+// only. core's transport stages GPU memory through host buffers either way (it does not open
+// endpoints for device memory yet), and says which it could do when it opens.
 func (e *Endpoint) HMEM() bool { return e.hmem }
+
+// DeviceMemory reports whether the endpoint registers GPU memory (OpenDeviceMemory).
+func (e *Endpoint) DeviceMemory() bool { return e.devMemory }
 
 func (e *Endpoint) String() string {
 	return fmt.Sprintf("libfabric %s endpoint on %s", e.provider, e.domain)
@@ -328,6 +347,31 @@ func (e *Endpoint) Register(addr, size uint64) (*Region, error) {
 	var where *C.char
 	if rc := C.mscclpp_fab_reg(e.c, C.uint64_t(addr), C.size_t(size), 0, &r.mr, &key, &where); rc != 0 {
 		return nil, fmt.Errorf("register %d bytes at %#x with %v: %w", size, addr, e, fabricError(C.GoString(where), rc))
+	}
+	r.Key = uint64(key)
+	return r, nil
+}
+
+// RegisterCUDA registers size bytes of CUDA device memory at addr, on the GPU of ordinal
+// device, for this endpoint's writes from it and the peers' writes into it: the provider moves
+// them without staging through host memory. The endpoint must come from OpenDeviceMemory.
+func (e *Endpoint) RegisterCUDA(addr, size uint64, device int) (*Region, error) {
+	if addr == 0 || size == 0 || device < 0 {
+		return nil, fmt.Errorf("register %d bytes of GPU %d's memory at %#x: %w", size, device, addr, errs.ErrInvalidArgument)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.c == nil {
+		return nil, ErrClosed
+	}
+	if !e.devMemory {
+		return nil, fmt.Errorf("register GPU memory with %v, opened without device memory (OpenDeviceMemory): %w", e, ErrUnavailable)
+	}
+	r := &Region{Addr: addr, Size: size}
+	var key C.uint64_t
+	var where *C.char
+	if rc := C.mscclpp_fab_reg_cuda(e.c, C.uint64_t(addr), C.size_t(size), C.int(device), &r.mr, &key, &where); rc != 0 {
+		return nil, fmt.Errorf("register %d bytes of GPU %d's memory at %#x with %v: %w", size, device, addr, e, fabricError(C.GoString(where), rc))
 	}
 	r.Key = uint64(key)
 	return r, nil

@@ -24,14 +24,20 @@ func addr(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
 // pair opens two endpoints of provider (on domain) and makes each the other's peer.
 func pair(t *testing.T, provider, domain string) (a, b *Endpoint, ab, ba Peer) {
 	t.Helper()
+	return pairWith(t, Open, provider, domain)
+}
+
+// pairWith is pair with the endpoints opened by open.
+func pairWith(t *testing.T, open func(provider, domain string) (*Endpoint, error), provider, domain string) (a, b *Endpoint, ab, ba Peer) {
+	t.Helper()
 	if !Has(provider) {
 		t.Skipf("libfabric offers no %s provider here", provider)
 	}
 	var err error
-	a, err = Open(provider, domain)
+	a, err = open(provider, domain)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, a.Close()) })
-	b, err = Open(provider, domain)
+	b, err = open(provider, domain)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, b.Close()) })
 	aAddr, err := a.Address()

@@ -157,7 +157,7 @@ static int pick_domain(struct mscclpp_fab_ep *e, const char *domain, const char 
 	return 0;
 }
 
-int mscclpp_fab_open(const char *prov, const char *domain, struct mscclpp_fab_ep **out, const char **where)
+int mscclpp_fab_open(const char *prov, const char *domain, int flags, struct mscclpp_fab_ep **out, const char **where)
 {
 	*out = NULL;
 	struct mscclpp_fab_ep *e = calloc(1, sizeof *e);
@@ -168,6 +168,10 @@ int mscclpp_fab_open(const char *prov, const char *domain, struct mscclpp_fab_ep
 			p_freeinfo(h);
 		*where = "allocate";
 		return -FI_ENOMEM;
+	}
+	if (flags & MSCCLPP_FAB_OPEN_HMEM) {
+		h->caps |= FI_HMEM;
+		h->domain_attr->mr_mode |= FI_MR_HMEM;
 	}
 	e->next_key = 1;
 	int r = p_getinfo(API_VERSION, NULL, NULL, 0, h, &e->info);
@@ -254,6 +258,12 @@ int mscclpp_fab_insert(struct mscclpp_fab_ep *e, const void *addr, uint64_t *fi_
 	return 0;
 }
 
+/* What a registration allows: writes and reads from it here, the peers' writes and reads into it. */
+#define MR_ACCESS (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+static int finish_reg(struct mscclpp_fab_ep *e, struct mscclpp_fab_mr *m, int r, struct mscclpp_fab_mr **out,
+		      uint64_t *key, const char **where);
+
 int mscclpp_fab_reg(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, uint64_t requested_key,
 		    struct mscclpp_fab_mr **out, uint64_t *key, const char **where)
 {
@@ -263,10 +273,44 @@ int mscclpp_fab_reg(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, uint64_
 		*where = "allocate";
 		return -FI_ENOMEM;
 	}
-	uint64_t access = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 	uint64_t want = requested_key ? requested_key : __atomic_fetch_add(&e->next_key, 1, __ATOMIC_RELAXED);
 	*where = "fi_mr_reg";
-	int r = fi_mr_reg(e->domain, (void *)(uintptr_t)addr, len, access, 0, want, 0, &m->mr, NULL);
+	int r = fi_mr_reg(e->domain, (void *)(uintptr_t)addr, len, MR_ACCESS, 0, want, 0, &m->mr, NULL);
+	return finish_reg(e, m, r, out, key, where);
+}
+
+int mscclpp_fab_reg_cuda(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, int device, struct mscclpp_fab_mr **out,
+			 uint64_t *key, const char **where)
+{
+	*out = NULL;
+	if (!(e->info->caps & FI_HMEM)) {
+		*where = "register device memory on an endpoint opened without FI_HMEM";
+		return -FI_EOPNOTSUPP;
+	}
+	struct mscclpp_fab_mr *m = calloc(1, sizeof *m);
+	if (m == NULL) {
+		*where = "allocate";
+		return -FI_ENOMEM;
+	}
+	struct iovec iov = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = MR_ACCESS,
+		.requested_key = __atomic_fetch_add(&e->next_key, 1, __ATOMIC_RELAXED),
+		.iface = FI_HMEM_CUDA,
+	};
+	attr.device.cuda = device;
+	*where = "fi_mr_regattr (CUDA memory)";
+	int r = fi_mr_regattr(e->domain, &attr, 0, &m->mr);
+	return finish_reg(e, m, r, out, key, where);
+}
+
+/* finish_reg binds and enables a registration where the provider wants it (FI_MR_ENDPOINT) and
+ * hands it out; r is the registration's result so far. */
+static int finish_reg(struct mscclpp_fab_ep *e, struct mscclpp_fab_mr *m, int r, struct mscclpp_fab_mr **out,
+		      uint64_t *key, const char **where)
+{
 	if (r != 0) {
 		free(m);
 		return r;

@@ -39,12 +39,18 @@ enum { MSCCLPP_FAB_LIST_PROVIDERS = 0, MSCCLPP_FAB_LIST_DOMAINS = 1 };
  */
 int mscclpp_fab_list(const char *prov, int what, char *out, size_t out_len);
 
+/* Flags of mscclpp_fab_open. */
+enum {
+	MSCCLPP_FAB_OPEN_HMEM = 1, /* FI_HMEM and FI_MR_HMEM: device memory registered with the provider */
+};
+
 /*
  * mscclpp_fab_open opens an RDM endpoint of provider prov (NULL: libfabric's first choice), with
  * a completion queue and an address vector. domain, when not NULL, picks the domain (NIC) by
- * name. Returns 0 or a negative libfabric error; where says which step failed.
+ * name; flags are MSCCLPP_FAB_OPEN_*. Returns 0 or a negative libfabric error (-FI_ENODATA when
+ * no endpoint offers what was asked); where says which step failed.
  */
-int mscclpp_fab_open(const char *prov, const char *domain, struct mscclpp_fab_ep **out, const char **where);
+int mscclpp_fab_open(const char *prov, const char *domain, int flags, struct mscclpp_fab_ep **out, const char **where);
 
 /* Facts about an open endpoint. */
 const char *mscclpp_fab_provider_name(struct mscclpp_fab_ep *e);
@@ -66,6 +72,10 @@ int mscclpp_fab_insert(struct mscclpp_fab_ep *e, const void *addr, uint64_t *fi_
 /* mscclpp_fab_reg registers len bytes at addr for local writes and remote writes into it. */
 int mscclpp_fab_reg(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, uint64_t requested_key,
 		    struct mscclpp_fab_mr **out, uint64_t *key, const char **where);
+/* mscclpp_fab_reg_cuda is mscclpp_fab_reg for len bytes of CUDA device memory at addr on device
+ * (an ordinal), on an endpoint opened with MSCCLPP_FAB_OPEN_HMEM. */
+int mscclpp_fab_reg_cuda(struct mscclpp_fab_ep *e, uint64_t addr, size_t len, int device, struct mscclpp_fab_mr **out,
+			 uint64_t *key, const char **where);
 int mscclpp_fab_unreg(struct mscclpp_fab_mr *mr);
 
 /*
