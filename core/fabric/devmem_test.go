@@ -20,58 +20,48 @@ import (
 	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
 
-// TestOpenDeviceMemory: an endpoint opens for device memory (FI_HMEM) exactly where the provider
-// offers it (HMEM), the refusal names it, an endpoint opened without it refuses GPU memory, and
-// host memory moves as before on one opened with it (tcp and shm: on libfabric 1.17 and 1.20 shm
-// offers FI_HMEM, tcp does not).
-func TestOpenDeviceMemory(t *testing.T) {
-	for _, provider := range []string{"tcp", "shm"} {
-		t.Run(provider, func(t *testing.T) {
-			if !Has(provider) {
-				t.Skipf("libfabric offers no %s provider here", provider)
-			}
-			plain, err := Open(provider, "")
-			require.NoError(t, err)
-			defer plain.Close()
-			assert.False(t, plain.DeviceMemory())
-			_, err = plain.RegisterCUDA(1<<20, 4096, 0) // refused before the provider sees it
-			assert.ErrorIs(t, err, ErrUnavailable)
-
-			e, err := OpenDeviceMemory(provider, "")
-			if !plain.HMEM() {
-				assert.ErrorIs(t, err, ErrUnavailable)
-				assert.ErrorContains(t, err, "device memory (FI_HMEM)")
-				return
-			}
-			require.NoError(t, err)
-			assert.True(t, e.DeviceMemory())
-			require.NoError(t, e.Close())
-
-			const n = 1 << 20
-			a, b, ab, _ := pairWith(t, OpenDeviceMemory, provider, "")
-			src, dst := testutil.HostMemory(t, n), testutil.HostMemory(t, n)
-			for i := range src {
-				src[i] = byte(i*7 + 3)
-			}
-			srcReg, err := a.Register(addr(src), n)
-			require.NoError(t, err)
-			defer srcReg.Deregister()
-			dstReg, err := b.Register(addr(dst), n)
-			require.NoError(t, err)
-			defer dstReg.Deregister()
-			var came atomic.Uint64
-			require.NoError(t, b.SetDataHandler(func(d uint64) { came.Store(d) }))
-			progressInBackground(t, b)
-			require.NoError(t, a.WriteData(ab, srcReg, 0, dstReg.Remote(), 0, n, 7))
-			require.NoError(t, a.Flush(context.Background()))
-			deadline := time.Now().Add(30 * time.Second)
-			for came.Load() != 7 {
-				require.False(t, time.Now().After(deadline), "the write's data never came")
-				time.Sleep(time.Millisecond)
-			}
-			assert.Equal(t, src, dst)
-		})
+// checkDeviceMemory (TestHMEM) checks that an endpoint opens for device memory (FI_HMEM)
+// exactly where the provider offers it (plain.HMEM), that the refusal names it, that plain,
+// opened without it, refuses GPU memory, and that host memory moves as before on an endpoint
+// opened with it.
+func checkDeviceMemory(t *testing.T, plain *Endpoint, provider string) {
+	t.Helper()
+	assert.False(t, plain.DeviceMemory())
+	_, err := plain.RegisterCUDA(1<<20, 4096, 0) // refused before the provider sees it
+	assert.ErrorIs(t, err, ErrUnavailable)
+	e, err := OpenDeviceMemory(provider, "")
+	if !plain.HMEM() {
+		assert.ErrorIs(t, err, ErrUnavailable)
+		assert.ErrorContains(t, err, "device memory (FI_HMEM)")
+		return
 	}
+	require.NoError(t, err)
+	assert.True(t, e.DeviceMemory())
+	require.NoError(t, e.Close())
+
+	const n = 1 << 20
+	a, b, ab, _ := pairWith(t, OpenDeviceMemory, provider, "")
+	src, dst := testutil.HostMemory(t, n), testutil.HostMemory(t, n)
+	for i := range src {
+		src[i] = byte(i*7 + 3)
+	}
+	srcReg, err := a.Register(addr(src), n)
+	require.NoError(t, err)
+	defer srcReg.Deregister()
+	dstReg, err := b.Register(addr(dst), n)
+	require.NoError(t, err)
+	defer dstReg.Deregister()
+	var came atomic.Uint64
+	require.NoError(t, b.SetDataHandler(func(d uint64) { came.Store(d) }))
+	progressInBackground(t, b)
+	require.NoError(t, a.WriteData(ab, srcReg, 0, dstReg.Remote(), 0, n, 7))
+	require.NoError(t, a.Flush(context.Background()))
+	deadline := time.Now().Add(30 * time.Second)
+	for came.Load() != 7 {
+		require.False(t, time.Now().After(deadline), "the write's data never came")
+		time.Sleep(time.Millisecond)
+	}
+	assert.Equal(t, src, dst)
 }
 
 // The rank that TestRegisterCUDA runs this test binary again as: it writes from its GPU memory

@@ -428,7 +428,8 @@ func TestDomains(t *testing.T) {
 
 // TestHMEM: an endpoint's HMEM says what libfabric's own fi_info says of its provider: whether it
 // offers an RDM endpoint with RMA and FI_HMEM (on Debian 12's libfabric 1.17, shm does and tcp
-// does not). Where fi_info is missing (the GPU hosts) it only logs what HMEM says.
+// does not), and OpenDeviceMemory agrees (checkDeviceMemory). Where fi_info is missing (the GPU
+// hosts) it only logs what HMEM says.
 func TestHMEM(t *testing.T) {
 	for _, provider := range []string{"tcp", "shm"} {
 		t.Run(provider, func(t *testing.T) {
@@ -439,6 +440,7 @@ func TestHMEM(t *testing.T) {
 			require.NoError(t, err)
 			defer e.Close()
 			t.Logf("%s on %s: FI_HMEM offered: %v", e.Provider(), e.Domain(), e.HMEM())
+			checkDeviceMemory(t, e, provider)
 			fiInfo, err := exec.LookPath("fi_info")
 			if err != nil {
 				t.Skip("fi_info (libfabric-bin) is not installed")
