@@ -3,13 +3,10 @@ package collectives
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,7 +60,7 @@ var inProcessProviders = []string{"tcp", "udp"}
 // rank of runLinkedProcesses it runs f on that rank only, over the process's links.
 func runLinked(t *testing.T, n int, f func(ctx context.Context, rank int, b *bootstrap.TCP, h *hostLinks) error) {
 	t.Helper()
-	if rank, size, ok := processRank(); ok {
+	if rank, size, _, ok := testutil.ProcessRank(); ok {
 		require.Equal(t, size, n, "ranks of the processes")
 		b, h := linkProcess(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -77,26 +74,11 @@ func runLinked(t *testing.T, n int, f func(ctx context.Context, rank int, b *boo
 	})
 }
 
-// Ranks as processes: runLinkedProcesses runs tests again in processes of this test binary, one
-// rank each, told by these variables, as ranks of real jobs are (libfabric's shm provider shares
-// the memory of endpoints of one process, and crashed, in 1.17, when one of them closed while
-// another still moved bytes with it).
-const (
-	linkRankVar   = "MSCCLPP_TEST_LINK_RANK"
-	linkNRanksVar = "MSCCLPP_TEST_LINK_NRANKS"
-	linkRootVar   = "MSCCLPP_TEST_LINK_ROOT"
-)
-
-// processRank reports this process's rank and the rank count when it runs as one rank of
-// runLinkedProcesses.
-func processRank() (rank, n int, ok bool) {
-	rank, errRank := strconv.Atoi(os.Getenv(linkRankVar))
-	n, errN := strconv.Atoi(os.Getenv(linkNRanksVar))
-	return rank, n, errRank == nil && errN == nil
-}
-
 // runLinkedProcesses runs the tests that pattern matches (-test.run) in n processes of this test
-// binary, one rank each, and fails t for every process that fails or runs past two minutes.
+// binary (testutil.StartRanks), one rank each, as ranks of real jobs are (libfabric's shm provider
+// shares the memory of endpoints of one process, and crashed, in 1.17, when one of them closed
+// while another still moved bytes with it), and fails t for every process that fails or runs past
+// two minutes.
 func runLinkedProcesses(t *testing.T, n int, pattern string) {
 	t.Helper()
 	root, err := bootstrap.NewRoot(bootstrap.Options{Timeout: time.Minute})
@@ -105,15 +87,11 @@ func runLinkedProcesses(t *testing.T, n int, pattern string) {
 	id := root.ID()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmds, outs := make([]*exec.Cmd, n), make([]bytes.Buffer, n)
-	for r := range n {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+pattern, "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), linkRankVar+"="+strconv.Itoa(r), linkNRanksVar+"="+strconv.Itoa(n),
-			linkRootVar+"="+hex.EncodeToString(id[:]))
+	outs := make([]bytes.Buffer, n)
+	cmds := testutil.StartRanks(t, ctx, pattern, n, id[:], func(r int, cmd *exec.Cmd) {
+		cmd.Args = append(cmd.Args, "-test.v")
 		cmd.Stdout, cmd.Stderr = &outs[r], &outs[r]
-		require.NoError(t, cmd.Start())
-		cmds[r] = cmd
-	}
+	})
 	for r, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("rank %d's process: %v; its output:\n%s", r, err, outs[r].String())
@@ -138,11 +116,10 @@ func linkProcess(t *testing.T) (*bootstrap.TCP, *hostLinks) {
 	t.Helper()
 	lp := &linkedProcess
 	lp.once.Do(func() {
-		rank, n, _ := processRank()
+		rank, n, raw, _ := testutil.ProcessRank()
 		var id bootstrap.UniqueID
-		raw, err := hex.DecodeString(os.Getenv(linkRootVar))
-		if err != nil || len(raw) != len(id) {
-			lp.err = fmt.Errorf("%s: %q is no bootstrap id", linkRootVar, os.Getenv(linkRootVar))
+		if len(raw) != len(id) {
+			lp.err = fmt.Errorf("%s: %x is no bootstrap id", testutil.JobIDVar, raw)
 			return
 		}
 		copy(id[:], raw)
@@ -591,7 +568,7 @@ func TestHostReductionRun(t *testing.T) {
 		t.Run(provider, func(t *testing.T) { testHostReductionRun(t, provider, 3) })
 	}
 	t.Run("shm", func(t *testing.T) {
-		if _, _, ok := processRank(); !ok {
+		if _, _, _, ok := testutil.ProcessRank(); !ok {
 			requireProvider(t, "shm")
 			runLinkedProcesses(t, 3, "^TestHostReductionRun$/^shm$")
 			return

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -22,12 +21,10 @@ import (
 	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
 
-// The multi-process tests below run the test binary again as each rank, with these variables.
+// The multi-process tests below run the test binary again as each rank (testutil.StartRanks),
+// with these variables beside testutil's.
 const (
 	rankRoleVar  = "MSCCLPP_TEST_FABRIC_ROLE" // "ring" or "kill"
-	rankVar      = "MSCCLPP_TEST_FABRIC_RANK"
-	nranksVar    = "MSCCLPP_TEST_FABRIC_NRANKS"
-	rootIDVar    = "MSCCLPP_TEST_FABRIC_ROOT"
 	ringBytesVar = "MSCCLPP_TEST_FABRIC_BYTES"
 	// ranksVar sets how many ranks TestFabricRanksAsHosts starts (default 8; `make fabric-test`,
 	// part of `make test`, runs 32; the docs record a run of 64).
@@ -44,29 +41,20 @@ func startRanks(t *testing.T, test, role string, n int, extra ...string) []*exec
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = root.Close() })
 	id := root.ID()
-	cmds := make([]*exec.Cmd, n)
-	for r := range n {
-		cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-		cmd.Env = append(os.Environ(), rankRoleVar+"="+role, rankVar+"="+strconv.Itoa(r),
-			nranksVar+"="+strconv.Itoa(n), rootIDVar+"="+hex.EncodeToString(id[:]),
-			"MSCCLPP_HOSTID=test-host-"+strconv.Itoa(r), "MSCCLPP_NET_PROVIDER=tcp")
+	return testutil.StartRanks(t, context.Background(), "^"+test+"$", n, id[:], func(r int, cmd *exec.Cmd) {
+		cmd.Env = append(cmd.Env, rankRoleVar+"="+role, "MSCCLPP_HOSTID=test-host-"+strconv.Itoa(r), "MSCCLPP_NET_PROVIDER=tcp")
 		cmd.Env = append(cmd.Env, extra...)
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		require.NoError(t, cmd.Start())
-		cmds[r] = cmd
-	}
-	return cmds
+	})
 }
 
-// rankEnv reads the variables startRanks set; ok is false in the parent test.
+// rankEnv reads what startRanks told this process; ok is false in the parent test.
 func rankEnv(t *testing.T, role string) (rank, n int, id bootstrap.UniqueID, ok bool) {
 	if os.Getenv(rankRoleVar) != role {
 		return 0, 0, id, false
 	}
-	rank, _ = strconv.Atoi(os.Getenv(rankVar))
-	n, _ = strconv.Atoi(os.Getenv(nranksVar))
-	raw, err := hex.DecodeString(os.Getenv(rootIDVar))
-	require.NoError(t, err)
+	rank, n, raw, ok := testutil.ProcessRank()
+	require.True(t, ok, "%s=%s without testutil.StartRanks's variables", rankRoleVar, role)
+	require.Len(t, raw, len(id))
 	copy(id[:], raw)
 	return rank, n, id, true
 }
@@ -284,7 +272,7 @@ const netnsVar = "MSCCLPP_TEST_FABRIC_NETNS_ROOT"
 // the libfabric tcp transport cross a real link: ten rounds of 4 MiB each way, checked.
 func TestFabricTwoNetworkNamespaces(t *testing.T) {
 	if root := os.Getenv(netnsVar); root != "" {
-		rank, _ := strconv.Atoi(os.Getenv(rankVar))
+		rank, _ := strconv.Atoi(os.Getenv(testutil.RankVar))
 		b, err := bootstrap.JoinAddr(context.Background(), root, rank, 2, bootstrap.Options{Timeout: 60 * time.Second})
 		require.NoError(t, err)
 		r := makeRing(t, b, 4<<20)
@@ -329,7 +317,7 @@ func TestFabricTwoNetworkNamespaces(t *testing.T) {
 	cmds := make([]*exec.Cmd, 2)
 	for r := range 2 {
 		cmd := exec.Command("ip", "netns", "exec", ns[r], os.Args[0], "-test.run=^TestFabricTwoNetworkNamespaces$", "-test.count=1")
-		cmd.Env = append(os.Environ(), netnsVar+"="+root, rankVar+"="+strconv.Itoa(r),
+		cmd.Env = append(os.Environ(), netnsVar+"="+root, testutil.RankVar+"="+strconv.Itoa(r),
 			"MSCCLPP_SOCKET_IFNAME="+veth[r], "MSCCLPP_NET_PROVIDER=tcp", "MSCCLPP_NET_DOMAIN="+veth[r],
 			"MSCCLPP_HOSTID=netns-host-"+strconv.Itoa(r))
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
