@@ -240,16 +240,25 @@ type hostCopy struct {
 	n        uint64
 }
 
+// queueCopies queues the copies on stream str, in order, skipping those of no bytes; the Comm's
+// context must be current (pctx.Do).
+func queueCopies(copies []hostCopy, str cuda.Stream) error {
+	for _, c := range copies {
+		if c.n == 0 {
+			continue
+		}
+		if err := cuda.MemcpyAsync(c.dst, c.src, int(c.n), str); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // copiesAndWait queues the copies on stream str, in order, and waits for the stream.
 func (s *spanning) copiesAndWait(copies []hostCopy, str cuda.Stream) error {
 	return s.pctx.Do(func() error {
-		for _, c := range copies {
-			if c.n == 0 {
-				continue
-			}
-			if err := cuda.MemcpyAsync(c.dst, c.src, int(c.n), str); err != nil {
-				return err
-			}
+		if err := queueCopies(copies, str); err != nil {
+			return err
 		}
 		if err := str.Synchronize(); err != nil {
 			return fmt.Errorf("%w (across hosts, a call waits for its stream: it cannot be captured in a CUDA graph)", err)
@@ -356,11 +365,8 @@ func piecesOf(n, size, limit int) []piece {
 // the move of transfers(j) (exchange without its flush: the writes of every piece are flushed
 // once, at the end), then done(j) (which queues the piece's copies back into GPU memory, after
 // reducing it). The copies out of and into GPU memory run on the copy engines while the next
-// pieces move; the host's work stays in order with the moves. (On the 2-core development VM, the
-// 64 MiB float32 sum of two ranks took 2x longer in 4 MiB pieces than in one, the moves alone as
-// long or less: BenchmarkHostReduction. There each rank's progress goroutine spins for 5 ms after
-// the last movement, on the cores the reductions need; with that spin off, the sum took 1.1x
-// longer in pieces. Not yet measured on a GPU host, whose cores are many.) A failed ready or move
+// pieces move; the host's work stays in order with the moves (so a reduction stops the network:
+// reductionPieces). A failed ready or move
 // ends the call (the peers then fail on MSCCLPP_NET_TIMEOUT, not on wrong bytes); after a failed
 // done the pieces still move, for the peers, and the call returns that error at the end. ready
 // and done may be nil.
@@ -402,10 +408,8 @@ func (s *spanning) copyOut(str cuda.Stream, n int, copies func(j int) []hostCopy
 	}
 	err = s.pctx.Do(func() error {
 		for j := range n {
-			for _, c := range copies(j) {
-				if err := cuda.MemcpyAsync(c.dst, c.src, int(c.n), str); err != nil {
-					return err
-				}
+			if err := queueCopies(copies(j), str); err != nil {
+				return err
 			}
 			if err := events[j].Record(str); err != nil {
 				return err
@@ -429,16 +433,20 @@ func pieceCopy(dst, src cuda.DevicePtr, p piece) hostCopy {
 	return hostCopy{dst + cuda.DevicePtr(p.lo), src + cuda.DevicePtr(p.lo), uint64(p.hi - p.lo)}
 }
 
+// partCopies are the copies of piece p of each of n parts of partBytes bytes, laid end to end
+// from src, to the same places from dst.
+func partCopies(dst, src cuda.DevicePtr, partBytes uint64, n int, p piece) []hostCopy {
+	copies := make([]hostCopy, n)
+	for k := range copies {
+		off := cuda.DevicePtr(uint64(k) * partBytes)
+		copies[k] = pieceCopy(dst+off, src+off, p)
+	}
+	return copies
+}
+
 // copyIn queues copies from staging memory back to device memory on str (inPieces' done).
 func (s *spanning) copyIn(str cuda.Stream, copies ...hostCopy) error {
-	return s.pctx.Do(func() error {
-		for _, c := range copies {
-			if err := cuda.MemcpyAsync(c.dst, c.src, int(c.n), str); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return s.pctx.Do(func() error { return queueCopies(copies, str) })
 }
 
 // reduceAcross reduces n elements of this host's result at src (on stream str) across hosts: it
@@ -623,11 +631,7 @@ func (s *spanning) reduceScatter(send, recv cuda.DevicePtr, recvCount int, dt Da
 	// copied back.
 	pieces := reductionPieces(int(bytes), dt.Size())
 	ready, err := s.copyOut(str, len(pieces), func(j int) []hostCopy {
-		copies := make([]hostCopy, 0, nHosts+1)
-		for h := range nHosts {
-			block := uint64(h) * bytes
-			copies = append(copies, pieceCopy(hostPtr(st, block), reduced+cuda.DevicePtr(block), pieces[j]))
-		}
+		copies := partCopies(hostPtr(st, 0), reduced, bytes, nHosts, pieces[j])
 		own := uint64(me) * bytes
 		return append(copies, pieceCopy(hostPtr(st, groupBytes+own), reduced+cuda.DevicePtr(own), pieces[j]))
 	})
@@ -730,12 +734,7 @@ func (s *spanning) allGather(send, recv cuda.DevicePtr, sendCount int, dt DataTy
 		return s.swapByIndex(i, pieces[j], func(int) []byte { return part(me) }, part)
 	}
 	done := func(j int) error {
-		p, copies := pieces[j], make([]hostCopy, nHosts)
-		for h := range copies {
-			off := uint64(h)*bytes + uint64(p.lo)
-			copies[h] = hostCopy{mine + cuda.DevicePtr(off), hostPtr(st, off), uint64(p.hi - p.lo)}
-		}
-		return s.copyIn(str, copies...)
+		return s.copyIn(str, partCopies(mine, hostPtr(st, 0), bytes, int(nHosts), pieces[j])...)
 	}
 	if err := s.links.inPieces(context.Background(), len(pieces), ready, transfers, done); err != nil {
 		return err
@@ -777,12 +776,7 @@ func (s *spanning) allGatherFlat(send, recv cuda.DevicePtr, sendCount int, dt Da
 		return ts.list
 	}
 	done := func(j int) error {
-		p, copies := pieces[j], make([]hostCopy, s.nRanks)
-		for r := range copies {
-			off := uint64(r)*bytes + uint64(p.lo)
-			copies[r] = hostCopy{recv + cuda.DevicePtr(off), hostPtr(st, off), uint64(p.hi - p.lo)}
-		}
-		return s.copyIn(str, copies...)
+		return s.copyIn(str, partCopies(recv, hostPtr(st, 0), bytes, s.nRanks, pieces[j])...)
 	}
 	return errors.Join(s.links.inPieces(context.Background(), len(pieces), ready, transfers, done), s.copiesAndWait(nil, str))
 }

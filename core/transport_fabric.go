@@ -170,7 +170,7 @@ func openFabric(t Transport, domain string, copier stagingCopier) (*fabricNet, e
 	major, minor, _ := fabric.Version()
 	memory := "host memory registered with the provider; GPU memory staged through host buffers"
 	if ep.HMEM() {
-		memory += " (the provider offers FI_HMEM, GPU memory registered directly: not written yet)"
+		memory += " (the provider offers FI_HMEM; this transport does not register GPU memory with it yet)"
 	}
 	n.log.Info("libfabric transport", "transport", t, "provider", ep.Provider(), "domain", ep.Domain(),
 		"libfabric", fmt.Sprintf("%d.%d", major, minor), "memory", memory, "signals", signalsBy)
