@@ -235,9 +235,9 @@ func open(provider, domain string, flags C.int) (*Endpoint, error) {
 		maxMsg:     uint64(C.mscclpp_fab_max_msg(c)),
 		polled:     new(pollBuffers),
 		remoteData: C.mscclpp_fab_remote_data(c) != 0,
-		hmem:       C.mscclpp_fab_hmem(c) > 0,
 		devMemory:  flags&C.MSCCLPP_FAB_OPEN_HMEM != 0,
 	}
+	e.hmem = e.devMemory || C.mscclpp_fab_hmem(c) > 0 // opened with FI_HMEM, no need to ask
 	if e.maxMsg == 0 {
 		e.maxMsg = 1 << 30
 	}

@@ -78,8 +78,9 @@ uint32_t mscclpp_fab_version(void) { return p_version(); }
 
 const char *mscclpp_fab_strerror(int code) { return p_strerror(code); }
 
-/* hints returns what every endpoint of this package asks for. */
-static struct fi_info *hints(const char *prov, const char *domain)
+/* hints returns what every endpoint of this package asks for, and with MSCCLPP_FAB_OPEN_HMEM in
+ * flags device memory registered with the provider too. */
+static struct fi_info *hints(const char *prov, const char *domain, int flags)
 {
 	struct fi_info *h = p_dupinfo(NULL);
 	if (h == NULL)
@@ -95,6 +96,10 @@ static struct fi_info *hints(const char *prov, const char *domain)
 		h->fabric_attr->prov_name = strdup(prov);
 	if (domain != NULL && domain[0] != '\0')
 		h->domain_attr->name = strdup(domain);
+	if (flags & MSCCLPP_FAB_OPEN_HMEM) {
+		h->caps |= FI_HMEM;
+		h->domain_attr->mr_mode |= FI_MR_HMEM;
+	}
 	return h;
 }
 
@@ -106,7 +111,7 @@ static const char *listed_name(const struct fi_info *i, int what)
 
 int mscclpp_fab_list(const char *prov, int what, char *out, size_t out_len)
 {
-	struct fi_info *h = hints(prov, NULL), *list = NULL;
+	struct fi_info *h = hints(prov, NULL, 0), *list = NULL;
 	if (h == NULL)
 		return -FI_ENOMEM;
 	int r = p_getinfo(API_VERSION, NULL, NULL, 0, h, &list);
@@ -161,17 +166,13 @@ int mscclpp_fab_open(const char *prov, const char *domain, int flags, struct msc
 {
 	*out = NULL;
 	struct mscclpp_fab_ep *e = calloc(1, sizeof *e);
-	struct fi_info *h = hints(prov, domain);
+	struct fi_info *h = hints(prov, domain, flags);
 	if (e == NULL || h == NULL) {
 		free(e);
 		if (h)
 			p_freeinfo(h);
 		*where = "allocate";
 		return -FI_ENOMEM;
-	}
-	if (flags & MSCCLPP_FAB_OPEN_HMEM) {
-		h->caps |= FI_HMEM;
-		h->domain_attr->mr_mode |= FI_MR_HMEM;
 	}
 	e->next_key = 1;
 	int r = p_getinfo(API_VERSION, NULL, NULL, 0, h, &e->info);
@@ -218,11 +219,9 @@ fail:
 int mscclpp_fab_hmem(struct mscclpp_fab_ep *e)
 {
 	const char *domain = e->info->domain_attr->name;
-	struct fi_info *h = hints(e->info->fabric_attr->prov_name, domain), *list = NULL;
+	struct fi_info *h = hints(e->info->fabric_attr->prov_name, domain, MSCCLPP_FAB_OPEN_HMEM), *list = NULL;
 	if (h == NULL)
 		return -FI_ENOMEM;
-	h->caps |= FI_HMEM;
-	h->domain_attr->mr_mode |= FI_MR_HMEM;
 	int r = p_getinfo(API_VERSION, NULL, NULL, 0, h, &list);
 	p_freeinfo(h);
 	if (r == -FI_ENODATA)
