@@ -1,8 +1,8 @@
 package fabric
 
 import (
+	"bytes"
 	"context"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/cuda/cudatest"
 	"github.com/mscclpp-go/mscclpp/internal/testutil"
 )
 
@@ -64,10 +65,10 @@ func checkDeviceMemory(t *testing.T, plain *Endpoint, provider string) {
 	assert.Equal(t, src, dst)
 }
 
-// The rank that TestRegisterCUDA runs this test binary again as: it writes from its GPU memory
-// into the GPU memory the variable names (hex address of the peer, then the region's address,
-// size and key, comma-separated).
-const devMemPeerVar = "MSCCLPP_TEST_DEVMEM_PEER"
+// TestRegisterCUDA runs this test binary again as its writer (testutil.StartRanks, the job's id
+// the reader's endpoint address), which writes from its GPU memory into the reader's GPU memory
+// this variable names (the region's address, size and key, comma-separated).
+const devMemRegionVar = "MSCCLPP_TEST_DEVMEM_REGION"
 
 // devMemPattern is byte i of what TestRegisterCUDA's writer sends.
 func devMemPattern(i int) byte { return byte(i*11 + i/4096) }
@@ -78,8 +79,8 @@ func devMemPattern(i int) byte { return byte(i*11 + i/4096) }
 // network provider with FI_HMEM; when the data comes, every byte is in place. No host memory
 // stages the bytes at either end.
 func TestRegisterCUDA(t *testing.T) {
-	if os.Getenv(devMemPeerVar) != "" {
-		writeDeviceMemoryAsPeer(t)
+	if _, _, peerAddr, ok := testutil.ProcessRank(); ok {
+		writeDeviceMemoryAsPeer(t, peerAddr)
 		return
 	}
 	const n = 4<<20 + 3
@@ -112,11 +113,14 @@ func TestRegisterCUDA(t *testing.T) {
 	me, err := e.Address()
 	require.NoError(t, err)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRegisterCUDA$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%d,%d", devMemPeerVar, hex.EncodeToString(me), reg.Addr, reg.Size, reg.Key))
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "the writer's process:\n%s", out)
-	require.Contains(t, string(out), "--- PASS", "the writer's process ran no test:\n%s", out)
+	var out bytes.Buffer
+	writer := testutil.StartRanks(t, context.Background(), "^TestRegisterCUDA$", 1, me, func(_ int, cmd *exec.Cmd) {
+		cmd.Args = append(cmd.Args, "-test.v")
+		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d,%d,%d", devMemRegionVar, reg.Addr, reg.Size, reg.Key))
+		cmd.Stdout, cmd.Stderr = &out, &out
+	})[0]
+	require.NoError(t, writer.Wait(), "the writer's process:\n%s", out.String())
+	require.Contains(t, out.String(), "--- PASS", "the writer's process ran no test:\n%s", out.String())
 	deadline := time.Now().Add(30 * time.Second)
 	for came.Load() != 42 {
 		require.False(t, time.Now().After(deadline), "the write's data never came")
@@ -138,15 +142,15 @@ func TestRegisterCUDA(t *testing.T) {
 	assert.Zero(t, wrong, "bytes of %d wrong", n)
 }
 
-// writeDeviceMemoryAsPeer is TestRegisterCUDA's second process.
-func writeDeviceMemoryAsPeer(t *testing.T) {
-	parts := strings.Split(os.Getenv(devMemPeerVar), ",")
-	require.Len(t, parts, 4)
-	peerAddr, err := hex.DecodeString(parts[0])
-	require.NoError(t, err)
+// writeDeviceMemoryAsPeer is TestRegisterCUDA's second process: the reader's endpoint is at
+// peerAddr.
+func writeDeviceMemoryAsPeer(t *testing.T, peerAddr []byte) {
+	parts := strings.Split(os.Getenv(devMemRegionVar), ",")
+	require.Len(t, parts, 3)
 	var remote Remote
 	for i, p := range []*uint64{&remote.Addr, &remote.Size, &remote.Key} {
-		*p, err = strconv.ParseUint(parts[i+1], 10, 64)
+		var err error
+		*p, err = strconv.ParseUint(parts[i], 10, 64)
 		require.NoError(t, err)
 	}
 	n := int(remote.Size)
@@ -181,12 +185,10 @@ func writeDeviceMemoryAsPeer(t *testing.T) {
 }
 
 // useGPU returns GPU 0's primary context, released when the test ends, or skips t where there is
-// no GPU.
+// no GPU (cudatest.RequireGPUs).
 func useGPU(t *testing.T) cuda.Context {
 	t.Helper()
-	if n, err := cuda.DeviceCount(); err != nil || n == 0 {
-		t.Skipf("no GPU here (%v)", err)
-	}
+	cudatest.RequireGPUs(t, 1)
 	dev, err := cuda.GetDevice(0)
 	require.NoError(t, err)
 	ctx, err := dev.RetainPrimaryContext()
