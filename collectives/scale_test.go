@@ -16,6 +16,7 @@ import (
 	"github.com/mscclpp-go/mscclpp/core"
 	"github.com/mscclpp-go/mscclpp/core/bootstrap"
 	"github.com/mscclpp-go/mscclpp/core/cuda"
+	"github.com/mscclpp-go/mscclpp/core/cuda/cudatest"
 	"github.com/mscclpp-go/mscclpp/core/errs"
 )
 
@@ -194,17 +195,9 @@ func scaleTypes(t *testing.T) map[DataType]scaleType {
 // gpuComm is a Comm of one rank on GPU 0, with its context current on the test's (locked) thread.
 func gpuComm(t *testing.T) *Comm {
 	t.Helper()
-	n, err := cuda.DeviceCount()
-	if err != nil || n == 0 {
-		t.Skipf("needs a GPU: %v", err)
-	}
+	pctx := cudatest.PrimaryContext(t, 0)
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
-	dev, err := cuda.GetDevice(0)
-	require.NoError(t, err)
-	pctx, err := dev.RetainPrimaryContext()
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, pctx.Release()) })
 	require.NoError(t, pctx.SetCurrent())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -84,7 +84,7 @@ func TestRegisterCUDA(t *testing.T) {
 		return
 	}
 	const n = 4<<20 + 3
-	gpu := useGPU(t)
+	gpu := cudatest.PrimaryContext(t, 0)
 	if !Has("shm") {
 		t.Skip("libfabric offers no shm provider here")
 	}
@@ -154,7 +154,7 @@ func writeDeviceMemoryAsPeer(t *testing.T, peerAddr []byte) {
 		require.NoError(t, err)
 	}
 	n := int(remote.Size)
-	gpu := useGPU(t)
+	gpu := cudatest.PrimaryContext(t, 0)
 	e, err := OpenDeviceMemory("shm", "")
 	require.NoError(t, err)
 	defer e.Close()
@@ -182,17 +182,4 @@ func writeDeviceMemoryAsPeer(t *testing.T, peerAddr []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, e.Flush(ctx))
-}
-
-// useGPU returns GPU 0's primary context, released when the test ends, or skips t where there is
-// no GPU (cudatest.RequireGPUs).
-func useGPU(t *testing.T) cuda.Context {
-	t.Helper()
-	cudatest.RequireGPUs(t, 1)
-	dev, err := cuda.GetDevice(0)
-	require.NoError(t, err)
-	ctx, err := dev.RetainPrimaryContext()
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, ctx.Release()) })
-	return ctx
 }

@@ -22,3 +22,16 @@ func RequireGPUs(t *testing.T, n int) {
 		t.Skipf("%d GPU(s), the test needs %d", count, n)
 	}
 }
+
+// PrimaryContext returns the primary context of GPU ordinal, released when the test ends, or
+// skips the test where there is no such GPU (RequireGPUs).
+func PrimaryContext(t *testing.T, ordinal int) cuda.Context {
+	t.Helper()
+	RequireGPUs(t, ordinal+1)
+	dev, err := cuda.GetDevice(ordinal)
+	require.NoError(t, err)
+	ctx, err := dev.RetainPrimaryContext()
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ctx.Release()) })
+	return ctx
+}
